@@ -1,0 +1,15 @@
+/* all_unused.c: instantiates every ready-made table type and uses none of
+ * them.  Compiled with -Werror as C11 and as C++ by `make check-headers`:
+ * generated functions a file does not use must cause no warning. */
+#include "khashlite/khashlite.h"
+
+KHL_MAP_INIT_INT(u_m32, int)
+KHL_MAP_INIT_INT64(u_m64, int)
+KHL_MAP_INIT_STR(u_mstr, int)
+KHL_SET_INIT_INT(u_s32)
+KHL_SET_INIT_INT64(u_s64)
+KHL_SET_INIT_STR(u_sstr)
+KHL_DECLARE(u_decl, uint32_t, double, 1)
+
+int khl_headers_compile(void);
+int khl_headers_compile(void) { return 0; }

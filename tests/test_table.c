@@ -1,0 +1,467 @@
+/* test_table.c: every table operation, one behaviour per test: put/get/del,
+ * the allocation contract (one block, none when empty, exact osize), reserve,
+ * shrink, copy, clear, iteration with deletion, and sizes that overflow. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "khashlite/khashlite.h"
+#include "support.h"
+
+KHL_MAP_INIT_INT(m32, uint64_t)
+KHL_MAP_INIT_INT64(m64, double)
+KHL_MAP_INIT_STR(mstr, int)
+KHL_SET_INIT_INT(s32)
+KHL_SET_INIT_INT64(s64)
+KHL_SET_INIT_STR(sstr)
+
+/* A key type with alignment stricter than the control bytes before it. */
+typedef struct { long double x; } wide_t;
+static uint64_t wide_hash(wide_t w) { return khl_hash_bytes(&w.x, sizeof(double)); }
+#define wide_eq(a, b) ((a).x == (b).x)
+KHL_INIT(mwide, wide_t, char, 1, wide_hash, wide_eq)
+
+Test(table, zero_initialised_handle_is_an_empty_table)
+{
+    khl_t(m32) h;
+    memset(&h, 0, sizeof h);
+    cr_assert_eq(khl_size(m32, &h), 0);
+    cr_assert_eq(khl_get(m32, &h, 7), khl_end(m32, &h));
+    int ret = 9;
+    khl_iter_t k = khl_put(m32, &h, 7, &ret);
+    cr_assert_eq(ret, 1);
+    khl_val(m32, &h, k) = 70;
+    cr_assert_eq(khl_val(m32, &h, khl_get(m32, &h, 7)), 70);
+    khl_destroy(m32, &h);
+    cr_assert_eq(khl_block_size(m32, &h), 0);
+}
+
+Test(table, put_get_del_int_map)
+{
+    khl_t(m32) h;
+    khl_init(m32, &h, NULL);
+    for (uint32_t i = 0; i < 1000; ++i) {
+        int ret;
+        khl_iter_t k = khl_put(m32, &h, i * 7919u, &ret);
+        cr_assert_eq(ret, 1, "key %u", i);
+        cr_assert(khl_exist(m32, &h, k));
+        cr_assert_eq(khl_key(m32, &h, k), i * 7919u);
+        khl_val(m32, &h, k) = (uint64_t)i << 20;
+    }
+    cr_assert_eq(khl_size(m32, &h), 1000);
+    for (uint32_t i = 0; i < 1000; ++i) {
+        int ret;
+        khl_iter_t k = khl_put(m32, &h, i * 7919u, &ret);
+        cr_assert_eq(ret, 0, "present key %u reported new", i);
+        cr_assert_eq(khl_val(m32, &h, k), (uint64_t)i << 20, "put of a present key kept its value");
+    }
+    cr_assert_eq(khl_get(m32, &h, 1), khl_end(m32, &h));
+    for (uint32_t i = 0; i < 1000; i += 2)
+        khl_del(m32, &h, khl_get(m32, &h, i * 7919u));
+    cr_assert_eq(khl_size(m32, &h), 500);
+    for (uint32_t i = 0; i < 1000; ++i) {
+        khl_iter_t k = khl_get(m32, &h, i * 7919u);
+        if (i % 2) {
+            cr_assert_neq(k, khl_end(m32, &h));
+            cr_assert_eq(khl_val(m32, &h, k), (uint64_t)i << 20);
+        } else {
+            cr_assert_eq(k, khl_end(m32, &h), "deleted key %u still found", i);
+        }
+    }
+    khl_destroy(m32, &h);
+}
+
+Test(table, put_with_null_ret)
+{
+    khl_t(s64) h;
+    khl_init(s64, &h, NULL);
+    khl_iter_t a = khl_put(s64, &h, 5, NULL);
+    khl_iter_t b = khl_put(s64, &h, 5, NULL);
+    cr_assert_eq(a, b);
+    cr_assert_eq(khl_size(s64, &h), 1);
+    khl_destroy(s64, &h);
+}
+
+Test(table, string_keys_are_compared_by_content)
+{
+    khl_seed(12345);
+    khl_t(mstr) h;
+    khl_init(mstr, &h, NULL);
+    char a[16], b[16];
+    strcpy(a, "hello");
+    strcpy(b, "hello");
+    int ret;
+    khl_iter_t k = khl_put(mstr, &h, a, &ret);
+    khl_val(mstr, &h, k) = 1;
+    cr_assert_eq(ret, 1);
+    khl_put(mstr, &h, b, &ret);
+    cr_assert_eq(ret, 0, "an equal string in other memory is the same key");
+    cr_assert_eq(khl_key(mstr, &h, k), a, "the stored pointer is the first one put");
+    cr_assert_neq(khl_get(mstr, &h, "hello"), khl_end(mstr, &h));
+    cr_assert_eq(khl_get(mstr, &h, "hellp"), khl_end(mstr, &h));
+    khl_destroy(mstr, &h);
+
+    khl_t(sstr) s;
+    khl_init(sstr, &s, NULL);
+    khl_put(sstr, &s, "x", &ret);
+    khl_put(sstr, &s, "y", &ret);
+    cr_assert_eq(khl_size(sstr, &s), 2);
+    khl_destroy(sstr, &s);
+}
+
+Test(table, del_of_end_or_empty_bucket_is_a_noop)
+{
+    khl_t(s32) h;
+    khl_init(s32, &h, NULL);
+    khl_del(s32, &h, khl_get(s32, &h, 3));       /* no block at all */
+    khl_put(s32, &h, 3, NULL);
+    khl_del(s32, &h, khl_get(s32, &h, 4));       /* absent key: end */
+    khl_del(s32, &h, khl_end(s32, &h) + 100);
+    for (khl_iter_t k = khl_begin(s32, &h); k < khl_end(s32, &h); ++k)
+        if (!khl_exist(s32, &h, k))
+            khl_del(s32, &h, k);                  /* empty buckets */
+    cr_assert_eq(khl_size(s32, &h), 1);
+    khl_iter_t k = khl_get(s32, &h, 3);
+    khl_del(s32, &h, k);
+    khl_del(s32, &h, k);                          /* twice: the bucket is free now */
+    cr_assert_eq(khl_size(s32, &h), 0);
+    khl_destroy(s32, &h);
+}
+
+Test(table, one_live_block_and_none_when_empty)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m64) h;
+    khl_init(m64, &h, &t.a);
+    cr_assert_eq(t.attempts, 0, "init never allocates");
+    for (uint64_t i = 0; i < 5000; ++i) {
+        khl_put(m64, &h, i * 0x9E3779B97F4A7C15ULL, NULL);
+        cr_assert_eq(t.n_live, 1, "after %llu puts", (unsigned long long)i);
+        cr_assert_eq(t.live_bytes, khl_block_size(m64, &h));
+    }
+    cr_assert_leq(t.max_live_blocks, 2, "a resize holds old and new block, never more");
+    khl_clear(m64, &h);
+    cr_assert_eq(t.n_live, 1, "clear keeps the block");
+    cr_assert_eq(khl_size(m64, &h), 0);
+    khl_destroy(m64, &h);
+    cr_assert_eq(t.n_live, 0);
+    cr_assert_eq(khl_block_size(m64, &h), 0);
+    /* The handle is still a table on the same allocator. */
+    khl_put(m64, &h, 1, NULL);
+    cr_assert_eq(t.n_live, 1);
+    khl_del(m64, &h, khl_get(m64, &h, 1));
+    cr_assert_eq(t.n_live, 1, "deleting keeps the block");
+    cr_assert_eq(khl_shrink(m64, &h), 0);
+    cr_assert_eq(t.n_live, 0, "shrinking an empty table frees its block");
+    cr_assert_eq(t.allocs, t.frees);
+    test_alloc_fini(&t);
+}
+
+Test(table, block_regions_are_aligned)
+{
+    khl_t(mwide) h;
+    khl_init(mwide, &h, NULL);
+    for (int i = 0; i < 300; ++i) {
+        wide_t w = {(long double)i};
+        khl_iter_t k = khl_put(mwide, &h, w, NULL);
+        khl_val(mwide, &h, k) = (char)i;
+        cr_assert_eq((uintptr_t)&khl_key(mwide, &h, k) % _Alignof(wide_t), 0);
+    }
+    for (int i = 0; i < 300; ++i) {
+        wide_t w = {(long double)i};
+        khl_iter_t k = khl_get(mwide, &h, w);
+        cr_assert_neq(k, khl_end(mwide, &h));
+        cr_assert_eq(khl_val(mwide, &h, k), (char)i);
+    }
+    khl_t(m32) m;
+    khl_init(m32, &m, NULL);
+    for (uint32_t i = 0; i < 100; ++i) {
+        khl_iter_t k = khl_put(m32, &m, i, NULL);
+        cr_assert_eq((uintptr_t)&khl_val(m32, &m, k) % _Alignof(uint64_t), 0);
+    }
+    khl_destroy(m32, &m);
+    khl_destroy(mwide, &h);
+}
+
+Test(table, reserve_then_puts_never_allocate)
+{
+    for (size_t n = 0; n <= 600; n = n * 2 + 1) {
+        test_alloc_t t;
+        test_alloc_init(&t);
+        khl_t(m32) h;
+        khl_init(m32, &h, &t.a);
+        cr_assert_eq(khl_reserve(m32, &h, n), 0);
+        cr_assert_eq(t.attempts, n ? 1u : 0u, "reserve(%zu) allocates once at most", n);
+        for (uint32_t i = 0; i < n; ++i) {
+            int ret;
+            khl_put(m32, &h, i, &ret);
+            cr_assert_eq(ret, 1);
+        }
+        cr_assert_eq(t.attempts, n ? 1u : 0u, "%zu puts after reserve(%zu) allocated", n, n);
+        /* Room already there: a second reserve is free. */
+        cr_assert_eq(khl_reserve(m32, &h, n), 0);
+        cr_assert_eq(t.attempts, n ? 1u : 0u);
+        khl_destroy(m32, &h);
+        test_alloc_fini(&t);
+    }
+}
+
+Test(table, reserve_counts_deleted_buckets)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m32) h;
+    khl_init(m32, &h, &t.a);
+    /* Leave tombstones behind, then reserve and fill to the reserved size. */
+    for (uint32_t i = 0; i < 200; ++i)
+        khl_put(m32, &h, i, NULL);
+    for (uint32_t i = 0; i < 150; ++i)
+        khl_del(m32, &h, khl_get(m32, &h, i));
+    cr_assert_eq(khl_reserve(m32, &h, 300), 0);
+    uint64_t before = t.attempts;
+    for (uint32_t i = 1000; khl_size(m32, &h) < 300; ++i)
+        khl_put(m32, &h, i, NULL);
+    cr_assert_eq(t.attempts, before, "puts up to the reserved size allocated");
+    khl_destroy(m32, &h);
+    test_alloc_fini(&t);
+}
+
+Test(table, reserve_too_large_fails_and_changes_nothing)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m32) h;
+    khl_init(m32, &h, &t.a);
+    khl_put(m32, &h, 1, NULL);
+    khl_hdr_t *block = h.b;
+    uint32_t nb = khl_n_buckets(m32, &h);
+    cr_assert_eq(khl_reserve(m32, &h, SIZE_MAX), -1);
+    cr_assert_eq(khl_reserve(m32, &h, (size_t)KHL_MAX_BUCKETS), -1, "2^31 keys need more than 2^31 buckets");
+    cr_assert_eq(h.b, block);
+    cr_assert_eq(khl_n_buckets(m32, &h), nb);
+    cr_assert_eq(khl_size(m32, &h), 1);
+    cr_assert_eq(t.attempts, 1, "no allocation was even tried");
+    khl_destroy(m32, &h);
+    test_alloc_fini(&t);
+}
+
+Test(table, sizes_that_overflow_fail)
+{
+    /* A key so large that 2^31 of them do not fit in size_t. */
+    khl_shape_t big = {(size_t)1 << 34, 8, 8, 8, KHL_LAYOUT_SINGLE};
+    cr_assert_eq(khl_block_layout(sizeof(khl_hdr_t), KHL_MAX_BUCKETS, &big, NULL, NULL), 0);
+    khl_shape_t bigv = {8, 8, SIZE_MAX / 4, 8, KHL_LAYOUT_SINGLE};
+    cr_assert_eq(khl_block_layout(sizeof(khl_hdr_t), 8, &bigv, NULL, NULL), 0);
+    khl_shape_t fine = {4, 4, 8, 8, KHL_LAYOUT_SINGLE};
+    cr_assert_eq(khl_block_layout(sizeof(khl_hdr_t), 8, &fine, NULL, NULL), 16 + 8 + 32 + 64);
+    cr_assert_eq(khl_buckets_for(0), KHL_MIN_BUCKETS);
+    cr_assert_eq(khl_buckets_for((size_t)khl_upper_bound(KHL_MAX_BUCKETS)), KHL_MAX_BUCKETS);
+    cr_assert_eq(khl_buckets_for((size_t)khl_upper_bound(KHL_MAX_BUCKETS) + 1), 0);
+    cr_assert_lt(khl_upper_bound(KHL_MIN_BUCKETS), KHL_MIN_BUCKETS, "one bucket always stays empty");
+}
+
+Test(table, shrink_gives_the_smallest_block)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m32) h;
+    khl_init(m32, &h, &t.a);
+    for (uint32_t i = 0; i < 4000; ++i)
+        khl_val(m32, &h, khl_put(m32, &h, i, NULL)) = i + 1u;
+    for (uint32_t i = 10; i < 4000; ++i)
+        khl_del(m32, &h, khl_get(m32, &h, i));
+    size_t big = khl_block_size(m32, &h);
+    cr_assert_eq(khl_shrink(m32, &h), 0);
+    cr_assert_eq(khl_n_buckets(m32, &h), khl_buckets_for(10));
+    cr_assert_lt(khl_block_size(m32, &h), big);
+    cr_assert_eq(t.live_bytes, khl_block_size(m32, &h));
+    for (uint32_t i = 0; i < 10; ++i)
+        cr_assert_eq(khl_val(m32, &h, khl_get(m32, &h, i)), i + 1u);
+    uint64_t before = t.attempts;
+    cr_assert_eq(khl_shrink(m32, &h), 0);
+    cr_assert_eq(t.attempts, before, "shrinking a minimal table does not allocate");
+    khl_destroy(m32, &h);
+    test_alloc_fini(&t);
+}
+
+Test(table, clear_keeps_the_block_and_empties_it)
+{
+    khl_t(m32) h;
+    khl_init(m32, &h, NULL);
+    for (uint32_t i = 0; i < 100; ++i)
+        khl_put(m32, &h, i, NULL);
+    khl_hdr_t *block = h.b;
+    khl_clear(m32, &h);
+    cr_assert_eq(h.b, block);
+    cr_assert_eq(khl_size(m32, &h), 0);
+    for (uint32_t i = 0; i < 100; ++i)
+        cr_assert_eq(khl_get(m32, &h, i), khl_end(m32, &h));
+    for (khl_iter_t k = 0; k < khl_end(m32, &h); ++k)
+        cr_assert(!khl_exist(m32, &h, k));
+    khl_put(m32, &h, 5, NULL);
+    cr_assert_eq(khl_size(m32, &h), 1);
+    khl_destroy(m32, &h);
+}
+
+Test(table, copy_is_independent_and_one_allocation)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m32) src, dst;
+    khl_init(m32, &src, NULL);
+    khl_init(m32, &dst, &t.a);
+    cr_assert_eq(khl_copy(m32, &dst, &src), 0);
+    cr_assert_eq(t.attempts, 0, "copying an empty table allocates nothing");
+    for (uint32_t i = 0; i < 500; ++i)
+        khl_val(m32, &src, khl_put(m32, &src, i, NULL)) = i * 3u;
+    khl_del(m32, &src, khl_get(m32, &src, 7));
+    cr_assert_eq(khl_copy(m32, &dst, &src), 0);
+    cr_assert_eq(t.attempts, 1);
+    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(khl_size(m32, &dst), 499);
+    khl_val(m32, &src, khl_get(m32, &src, 1)) = 1000;
+    khl_del(m32, &src, khl_get(m32, &src, 2));
+    cr_assert_eq(khl_val(m32, &dst, khl_get(m32, &dst, 1)), 3, "dst does not share src's memory");
+    cr_assert_neq(khl_get(m32, &dst, 2), khl_end(m32, &dst));
+    cr_assert_eq(khl_get(m32, &dst, 7), khl_end(m32, &dst));
+    for (uint32_t i = 0; i < 500; ++i)
+        if (i != 7)
+            cr_assert_eq(khl_val(m32, &dst, khl_get(m32, &dst, i)), i * 3u);
+    /* dst holds keys now: copying into it must fail and change nothing. */
+    khl_hdr_t *block = dst.b;
+    cr_assert_eq(khl_copy(m32, &dst, &src), -1);
+    cr_assert_eq(dst.b, block);
+    cr_assert_eq(khl_size(m32, &dst), 499);
+    cr_assert_eq(khl_copy(m32, &src, &src), -1);
+    /* An emptied dst with a block is accepted; its old block is released. */
+    khl_clear(m32, &dst);
+    cr_assert_eq(khl_copy(m32, &dst, &src), 0);
+    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(khl_size(m32, &dst), 498);
+    khl_destroy(m32, &dst);
+    khl_destroy(m32, &src);
+    test_alloc_fini(&t);
+}
+
+Test(table, copy_failure_leaves_dst_unchanged)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(m32) src, dst;
+    khl_init(m32, &src, NULL);
+    khl_init(m32, &dst, &t.a);
+    for (uint32_t i = 0; i < 50; ++i)
+        khl_put(m32, &src, i, NULL);
+    t.fail_at = 1;
+    cr_assert_eq(khl_copy(m32, &dst, &src), -1);
+    cr_assert_null(dst.b);
+    cr_assert_eq(t.n_live, 0);
+    khl_destroy(m32, &src);
+    test_alloc_fini(&t);
+}
+
+Test(table, delete_during_iteration_visits_every_key_once)
+{
+    khl_t(m32) h;
+    khl_init(m32, &h, NULL);
+    enum { N = 3000 };
+    static unsigned char seen[N];
+    for (uint32_t i = 0; i < N; ++i)
+        khl_put(m32, &h, i, NULL);
+    /* Delete each key when visited, and some keys not yet visited too. */
+    unsigned visits = 0;
+    for (khl_iter_t k = khl_begin(m32, &h); k < khl_end(m32, &h); ++k) {
+        if (!khl_exist(m32, &h, k))
+            continue;
+        uint32_t key = khl_key(m32, &h, k);
+        cr_assert_eq(seen[key], 0, "key %u visited twice", key);
+        seen[key] = 1;
+        visits++;
+        khl_del(m32, &h, k);
+        if (key % 3 == 0 && key + 1 < N && !seen[key + 1]) {
+            khl_del(m32, &h, khl_get(m32, &h, key + 1));
+            seen[key + 1] = 2;                   /* deleted unvisited: must not show up */
+        }
+    }
+    for (uint32_t i = 0; i < N; ++i)
+        cr_assert_neq(seen[i], 0, "key %u never visited", i);
+    cr_assert_eq(khl_size(m32, &h), 0);
+    cr_assert_gt(visits, N / 2);
+    khl_destroy(m32, &h);
+}
+
+Test(table, foreach_macros)
+{
+    khl_t(m32) h;
+    khl_init(m32, &h, NULL);
+    uint64_t want_k = 0, want_v = 0;
+    for (uint32_t i = 1; i <= 100; ++i) {
+        khl_val(m32, &h, khl_put(m32, &h, i, NULL)) = (uint64_t)i * i;
+        want_k += i;
+        want_v += (uint64_t)i * i;
+    }
+    uint32_t k;
+    uint64_t v, sum_k = 0, sum_v = 0, sum_v2 = 0, sum_k2 = 0;
+    khl_foreach(m32, &h, k, v, { sum_k += k; sum_v += v; });
+    khl_foreach_key(m32, &h, k, sum_k2 += k);
+    khl_foreach_value(m32, &h, v, sum_v2 += v);
+    cr_assert_eq(sum_k, want_k);
+    cr_assert_eq(sum_v, want_v);
+    cr_assert_eq(sum_k2, want_k);
+    cr_assert_eq(sum_v2, want_v);
+    khl_destroy(m32, &h);
+}
+
+Test(table, put_of_present_key_never_allocates_even_when_full)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(s32) h;
+    khl_init(s32, &h, &t.a);
+    /* Fill exactly to the load limit, then make every allocation fail. */
+    uint32_t i = 0;
+    khl_put(s32, &h, i++, NULL);
+    while (khl_size(s32, &h) < h.b->upper_bound)
+        khl_put(s32, &h, i++, NULL);
+    t.fail_at = t.attempts + 1;
+    t.fail_after = 1;
+    for (uint32_t j = 0; j < i; ++j) {
+        int ret;
+        khl_put(s32, &h, j, &ret);
+        cr_assert_eq(ret, 0);
+    }
+    int ret;
+    uint32_t nb = khl_n_buckets(s32, &h);
+    cr_assert_eq(khl_put(s32, &h, i, &ret), nb, "a failed put returns khl_end");
+    cr_assert_eq(ret, -1, "a new key past the limit needs a block, which fails");
+    cr_assert_eq(khl_size(s32, &h), i);
+    khl_destroy(s32, &h);
+    test_alloc_fini(&t);
+}
+
+/* Tables named like the library's own types must not collide with them. */
+KHL_SET_INIT_INT(iter)
+KHL_MAP_INIT_INT(pool, int)
+KHL_SET_INIT_STR(allocator)
+KHL_MAP_INIT_INT(hash_u32, int)
+KHL_SET_INIT_INT(seed)
+
+Test(table, names_that_shadow_library_names)
+{
+    khl_t(iter) a; khl_t(pool) b; khl_t(allocator) c; khl_t(hash_u32) d; khl_t(seed) e;
+    khl_init(iter, &a, &khl_libc_allocator);
+    khl_init(pool, &b, NULL);
+    khl_init(allocator, &c, NULL);
+    khl_init(hash_u32, &d, NULL);
+    khl_init(seed, &e, NULL);
+    khl_put(iter, &a, 1, NULL);
+    khl_val(pool, &b, khl_put(pool, &b, 2, NULL)) = 3;
+    khl_put(allocator, &c, "z", NULL);
+    khl_put(hash_u32, &d, 4, NULL);
+    khl_put(seed, &e, 5, NULL);
+    cr_assert_eq(khl_size(iter, &a) + khl_size(pool, &b) + khl_size(allocator, &c)
+                     + khl_size(hash_u32, &d) + khl_size(seed, &e), 5);
+    khl_destroy(iter, &a); khl_destroy(pool, &b); khl_destroy(allocator, &c);
+    khl_destroy(hash_u32, &d); khl_destroy(seed, &e);
+}
