@@ -23,7 +23,8 @@ static void *libc_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
         free(ptr);
         return NULL;
     }
-    return realloc(ptr, nsize);
+    /* Tables only allocate and free; malloc's path is shorter than realloc's. */
+    return ptr ? realloc(ptr, nsize) : malloc(nsize);
 }
 
 const khl_allocator_t khl_libc_allocator = {libc_allocf, NULL};

@@ -476,15 +476,14 @@ static inline unsigned char khl_fragment(uint64_t hash)
     return (unsigned char)(hash & 0x7f);
 }
 
-/* Marks bucket k free after a deletion (see the design note above). */
+/* Marks bucket k free after a deletion (see the design note above).  No
+ * branch: whether the group has an empty bucket is data-dependent, and a
+ * mispredict here stalls the loads of the deletes that follow. */
 static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
 {
-    if (khl_group_empty(khl_group_load(ctrl, k & ~(KHL_GROUP - 1)))) {
-        ctrl[k] = KHL_CTRL_EMPTY;
-        b->n_occupied--;
-    } else {
-        ctrl[k] = KHL_CTRL_DELETED;
-    }
+    uint32_t empty = khl_group_empty(khl_group_load(ctrl, k & ~(KHL_GROUP - 1))) != 0;
+    ctrl[k] = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
+    b->n_occupied -= empty;
     b->size--;
 }
 
