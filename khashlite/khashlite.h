@@ -429,6 +429,28 @@ static inline uint64_t khl_group_load(const unsigned char *ctrl, uint32_t base)
     return w;
 }
 
+/* Control bytes are written a whole group word at a time: a byte store
+ * followed by the next probe's 8-byte load of the same word defeats the CPU's
+ * store-to-load forwarding and stalls every put into a small table. */
+static inline void khl_group_store(unsigned char *ctrl, uint32_t base, uint64_t w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    memcpy(ctrl + base, &w, sizeof w);
+}
+
+/* w with byte i (0 = lowest bucket of the group) replaced by c. */
+static inline uint64_t khl_group_with(uint64_t w, uint32_t i, unsigned char c)
+{
+    return (w & ~((uint64_t)0xff << (i * 8))) | ((uint64_t)c << (i * 8));
+}
+
+static inline unsigned char khl_group_byte(uint64_t w, uint32_t i)
+{
+    return (unsigned char)(w >> (i * 8));
+}
+
 /* High bit set in each byte equal to b (exact: no borrow between bytes). */
 static inline uint64_t khl_group_match(uint64_t w, unsigned char b)
 {
@@ -459,14 +481,17 @@ static inline uint32_t khl_lowest_byte(uint64_t m)     /* m != 0 */
 }
 
 /* First free bucket on the probe path of `hash` (the table has one: the load
- * limit keeps at least one bucket empty). */
-static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uint64_t hash)
+ * limit keeps at least one bucket empty); *word is its group's control word. */
+static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uint64_t hash,
+                                     uint64_t *word)
 {
     uint32_t gmask = nb / KHL_GROUP - 1, g = (uint32_t)(hash >> 7) & gmask, step = 0;
     for (;;) {
-        uint64_t f = khl_group_free(khl_group_load(ctrl, g * KHL_GROUP));
-        if (f)
+        uint64_t w = khl_group_load(ctrl, g * KHL_GROUP), f = khl_group_free(w);
+        if (f) {
+            *word = w;
             return g * KHL_GROUP + khl_lowest_byte(f);
+        }
         g = (g + ++step) & gmask;
     }
 }
@@ -481,8 +506,11 @@ static inline unsigned char khl_fragment(uint64_t hash)
  * mispredict here stalls the loads of the deletes that follow. */
 static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
 {
-    uint32_t empty = khl_group_empty(khl_group_load(ctrl, k & ~(KHL_GROUP - 1))) != 0;
-    ctrl[k] = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
+    uint32_t base = k & ~(KHL_GROUP - 1);
+    uint64_t w = khl_group_load(ctrl, base);
+    uint32_t empty = khl_group_empty(w) != 0;
+    unsigned char c = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
+    khl_group_store(ctrl, base, khl_group_with(w, k - base, c));
     b->n_occupied -= empty;
     b->size--;
 }
@@ -598,13 +626,14 @@ static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
         khl_##name##__val_t *ov = (khl_##name##__val_t *)(void *)o.vals, *nv = (khl_##name##__val_t *)(void *)r->vals;  \
         uint32_t i;                                                                 \
         for (i = 0; i < o.n_buckets; ++i) {                                         \
-            uint64_t hash;                                                          \
+            uint64_t hash, w;                                                       \
             uint32_t j;                                                             \
             if (o.ctrl[i] >= KHL_CTRL_EMPTY)                                        \
                 continue;                                                           \
             hash = (uint64_t)(hash_fn(ok[i]));                                      \
-            j = khl_find_free(r->ctrl, r->n_buckets, hash);                         \
-            r->ctrl[j] = khl_fragment(hash);                                        \
+            j = khl_find_free(r->ctrl, r->n_buckets, hash, &w);                     \
+            khl_group_store(r->ctrl, j & ~(KHL_GROUP - 1),                          \
+                            khl_group_with(w, j % KHL_GROUP, khl_fragment(hash)));  \
             nk[j] = ok[i];                                                          \
             if (is_map)                                                             \
                 nv[j] = ov[i];                                                      \
@@ -657,6 +686,7 @@ static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
         uint64_t hash = (uint64_t)(hash_fn(key));                                   \
         unsigned char frag = khl_fragment(hash);                                    \
         uint32_t slot = UINT32_MAX;                                                 \
+        uint64_t slot_word = 0;                                                     \
         int dummy;                                                                  \
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
@@ -677,15 +707,18 @@ static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
                     m &= m - 1;                                                     \
                 }                                                                   \
                 f = khl_group_free(w);                                              \
-                if (slot == UINT32_MAX && f)                                        \
+                if (slot == UINT32_MAX && f) {                                      \
                     slot = g * KHL_GROUP + khl_lowest_byte(f);                      \
+                    slot_word = w;                                                  \
+                }                                                                   \
                 if (khl_group_empty(w) || step == gmask)                            \
                     break;                                                          \
                 g = (g + ++step) & gmask;                                           \
             }                                                                       \
             /* An empty bucket raises the load; a tombstone does not. */            \
             if (slot != UINT32_MAX &&                                               \
-                (ctrl[slot] == KHL_CTRL_DELETED || b->n_occupied < b->upper_bound)) \
+                (khl_group_byte(slot_word, slot % KHL_GROUP) == KHL_CTRL_DELETED ||  \
+                 b->n_occupied < b->upper_bound))                                   \
                 goto place;                                                         \
         }                                                                           \
         {                                                                           \
@@ -704,12 +737,12 @@ static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
             b = h->b;                                                               \
             ctrl = khl_ctrl_of(b, &khl_##name##__shape);                            \
             keys = (khl_##name##__key_t *)(void *)khl_keys_of(b, &khl_##name##__shape);         \
-            slot = khl_find_free(ctrl, b->n_buckets, hash);                         \
+            slot = khl_find_free(ctrl, b->n_buckets, hash, &slot_word);             \
         }                                                                           \
     place:                                                                          \
-        if (ctrl[slot] == KHL_CTRL_EMPTY)                                           \
-            b->n_occupied++;                                                        \
-        ctrl[slot] = frag;                                                          \
+        b->n_occupied += khl_group_byte(slot_word, slot % KHL_GROUP) == KHL_CTRL_EMPTY; \
+        khl_group_store(ctrl, slot & ~(KHL_GROUP - 1),                              \
+                        khl_group_with(slot_word, slot % KHL_GROUP, frag));         \
         keys[slot] = key;                                                           \
         b->size++;                                                                  \
         *ret = 1;                                                                   \
