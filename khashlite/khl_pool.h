@@ -1,0 +1,193 @@
+/* khl_pool.h: a size-class pool allocator for khashlite tables (and for any
+ * code with a Lua-style allocator hook: khl_pool_allocf is a valid lua_Alloc).
+ *
+ * ---------------------------------------------------------------------------
+ * Quick example
+ *
+ *     khl_pool_t *pool = khl_pool_new(NULL);          // defaults
+ *     khl_allocator_t a = khl_pool_allocator(pool);   // must outlive the tables
+ *     khl_t(m32) h;
+ *     khl_init(m32, &h, &a);
+ *     ... puts, gets, dels ...
+ *     khl_destroy(m32, &h);
+ *     khl_pool_destroy(pool);                         // returns every byte
+ *
+ * ---------------------------------------------------------------------------
+ * Design
+ *
+ * Requests up to max_small bytes are rounded up to a size class: 16-byte
+ * steps up to 128 B, then four classes per doubling (160, 192, 224, 256,
+ * 320, ...), so rounding wastes at most 15 bytes up to 128 B and at most 20%
+ * of the block above (8% on average over all sizes up to 16 KiB).  Each
+ * class serves blocks from chunks of chunk_bytes bytes that hold only that
+ * class; a chunk is aligned to its own size, so masking a block's address
+ * finds the chunk header and with it the class: every free is O(1), sized
+ * or not, and blocks carry no header.  A class allocates by popping its
+ * intrusive free list, else by bumping a pointer through the never-used part
+ * of its current chunk, so taking a new chunk costs O(1), never a pass over
+ * it.  Larger requests get a frame of their own, aligned the same way, whose
+ * header records the size: unsized free, realloc, block_size and owns work
+ * on them too.
+ *
+ *     chunk (chunk_bytes, aligned to chunk_bytes)        large block frame
+ *     +--------+------+------+------+-----------+        +--------+-------------+
+ *     | header | blk  | blk  | blk  | never used|        | header | user bytes  |
+ *     +--------+------+------+------+-----------+        +--------+-------------+
+ *      ^ ptr & ~(chunk_bytes-1)     ^ bump                ^ ptr & ~(chunk_bytes-1)
+ *      class c: free list -> blk -> blk -> NULL (links stored in freed blocks)
+ *
+ * With thread_safe = 1 every thread keeps, per pool it uses and per class, a
+ * cache: a list to allocate from, a list of blocks it freed, and a run of
+ * never-used slots.  Both fast paths touch only the calling thread's cache:
+ * no lock, no atomic read-modify-write.  Every `batch` frees (up to 128
+ * blocks or 32 KiB) the freed list goes to the pool as one chain in O(1)
+ * under the pool's lock, and an empty cache takes one chain back in O(1),
+ * preferring chains it flushed itself (they are still in its core's cache);
+ * a thread thus caches less than three batches per class.  Blocks may be
+ * freed by any thread.  A thread's cache goes back to the pool when the
+ * thread exits; a destroyed pool's caches are simply forgotten.
+ *
+ * Every failure is reported (NULL or -1, the pool unchanged); misuse is
+ * undefined as with free() unless the pool was created with checked = 1,
+ * which turns it into an abort() with a message on stderr.
+ */
+#ifndef KHL_POOL_H
+#define KHL_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khashlite.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct khl_pool khl_pool_t;
+
+typedef struct khl_pool_stats_s {
+    size_t   in_use_bytes;   /* bytes held by live blocks as the pool counts them: a small block's size class, a large block's size */
+    size_t   peak_bytes;     /* highest in_use_bytes seen (thread-safe pools: sampled, see khl_pool_stats) */
+    size_t   system_bytes;   /* bytes currently taken from `backing`/the system, chunks and large blocks */
+    uint64_t allocs, frees;  /* calls that succeeded */
+    size_t   meta_bytes;     /* bookkeeping taken from backing/libc: the pool itself and its chunk index */
+    size_t   chunks;         /* small-block chunks held */
+    size_t   large_blocks;   /* live large blocks */
+} khl_pool_stats_t;
+
+typedef struct khl_pool_options {      /* a zero field means its default */
+    size_t max_small;        /* largest size served from size classes; larger goes to `backing` */
+    size_t chunk_bytes;      /* how much the pool takes from the system at a time */
+    int    thread_safe;      /* 0: single-threaded (default), 1: safe to share between threads */
+    int    checked;          /* 1: detect double free, foreign and misaligned pointers, wrong sizes */
+    const khl_allocator_t *backing;  /* where large blocks and chunks come from (NULL: mmap); must return malloc-aligned memory and outlive the pool */
+    /* backing gets requests of chunk_bytes - 16 more than it hands out, as
+     * the pool aligns inside them (mmap needs no slack); a thread-safe pool
+     * calls it with its lock held, so it must not call back into that pool. */
+} khl_pool_options_t;
+
+/* Default max_small: 16 KiB.  Table blocks double on growth, so a table's
+ * block walks through the classes; up to 16 KiB (about 1000 buckets of an
+ * int->int map) the pool serves it, beyond that a block is big enough that
+ * its memcpy on resize dwarfs a system call. */
+#define KHL_POOL_DEFAULT_MAX_SMALL ((size_t)16 * 1024)
+/* Default chunk_bytes: 128 KiB, at least 8 blocks of the largest class so
+ * the chunk header's slack stays under 1/8, and small enough that a pool
+ * with a handful of live classes stays around a megabyte. */
+#define KHL_POOL_DEFAULT_CHUNK_BYTES ((size_t)128 * 1024)
+
+/* Creates a pool.  opt may be NULL (all defaults); a zero field means its
+ * default.  max_small is rounded up to a multiple of 16 and capped at 1 MiB;
+ * chunk_bytes is rounded up to a power of two, at least 16 KiB and at least
+ * 8 * max_small (so it grows when max_small is raised alone), at most 1 GiB.
+ * Returns NULL when the bookkeeping cannot be allocated or, in thread-safe
+ * mode, the lock cannot be created.  Takes no chunk yet.  O(classes). */
+khl_pool_t *khl_pool_new(const khl_pool_options_t *opt);
+
+/* Returns every chunk and large block to the system, live or not, then the
+ * pool itself.  NULL is a no-op.  Thread-safe pools: call it only after every
+ * other thread's last call on this pool has returned; those threads may keep
+ * running or exit later.  Their caches for this pool are discarded; each
+ * thread frees its small record of them itself, when it next sets up a
+ * cache for some thread-safe pool or at the latest when it exits (the
+ * calling thread's goes at once).  O(chunks + large blocks). */
+void khl_pool_destroy(khl_pool_t *p);
+
+/* Allocates n bytes aligned to max_align_t.  NULL for n == 0 and on failure
+ * (the pool is then unchanged).  O(1): a small request pops a free list or
+ * bumps a pointer, at worst takes one chunk from the system; a large one is
+ * one system request. */
+void *khl_pool_alloc(khl_pool_t *p, size_t n);
+
+/* count * n zeroed bytes; NULL when the product overflows, is 0, or on
+ * failure.  O(count * n) for the zeroing. */
+void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n);
+
+/* Frees a block; n must be the size it was allocated with (or last
+ * reallocated to) - any size of the same size class works.  NULL is a
+ * no-op.  O(1) for small blocks: the class comes from n, no header is read;
+ * a large block goes back to the system. */
+void khl_pool_free(khl_pool_t *p, void *ptr, size_t n);
+
+/* Frees a block without its size: the chunk header found by masking the
+ * address names the class.  NULL is a no-op.  O(1). */
+void khl_pool_free_unsized(khl_pool_t *p, void *ptr);
+
+/* Resizes like realloc: NULL ptr allocates, nsize 0 frees and returns NULL.
+ * osize is the block's current size as the caller knows it.  A block stays
+ * where it is when nsize falls in the same size class (or, large, fits the
+ * block's mapping and keeps at least half of it); otherwise it moves, with
+ * min(osize, nsize) bytes copied.  On failure returns NULL and ptr is
+ * untouched and still live.  O(1) plus the copy. */
+void *khl_pool_realloc(khl_pool_t *p, void *ptr, size_t osize, size_t nsize);
+
+/* khl_pool_realloc with osize found from the address (for allocator hooks
+ * without the old size, such as mruby's allocf). */
+void *khl_pool_realloc_unsized(khl_pool_t *p, void *ptr, size_t nsize);
+
+/* Usable bytes of a live block: its size class for a small block, its
+ * current size for a large one.  O(1). */
+size_t khl_pool_block_size(const khl_pool_t *p, const void *ptr);
+
+/* 1 when ptr is a block this pool handed out and that is live, 0 for memory
+ * it never handed out (stack, malloc, another pool, interior or misaligned
+ * pointers...).  Never reads memory the pool does not own.  O(1) expected: a
+ * hash probe in the pool's chunk index.  Unless the pool is checked, it may
+ * also answer 1 for a free small block (one that was handed out, or, in a
+ * thread-safe pool, one sitting in a thread's cache). */
+int khl_pool_owns(const khl_pool_t *p, const void *ptr);
+
+/* Makes `count` more blocks of n's size class ready, their pages touched:
+ * the next `count` allocations of that class never go to the system.
+ * Reserves add up and trim keeps them; a reserve is used up by allocations
+ * of its class.  Returns 0, or -1 with nothing reserved when memory runs out,
+ * count * size overflows, or n is 0 or larger than max_small (large blocks
+ * have no class to reserve).  count == 0 returns 0.  O(count) page touches. */
+int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
+
+/* Gives back to the system every chunk that holds no live block, except
+ * those needed to keep outstanding reserves ready.  In a thread-safe pool
+ * the calling thread's cache goes back first; blocks in other threads'
+ * caches count as live.  O(free blocks + chunks). */
+void khl_pool_trim(khl_pool_t *p);
+
+/* Fills *s.  Thread-safe pools: counts are exact when no call is running;
+ * peak_bytes is sampled when threads refill their caches and may miss a
+ * peak by up to one cache batch per thread.  O(1), O(threads) thread-safe. */
+void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s);
+
+/* Lua-style hook, ud = the pool: (NULL, any, n) allocates, (ptr, osize, 0)
+ * frees and returns NULL, otherwise khl_pool_realloc.  (NULL, any, 0) returns
+ * NULL and counts nothing.  A shrink that must move to a smaller class can
+ * fail (NULL) if that class needs a new chunk and none can be had. */
+void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize);
+
+/* {khl_pool_allocf, p}, for khl_init.  Tables keep a pointer to the
+ * allocator, so store the result where it outlives them. */
+khl_allocator_t khl_pool_allocator(khl_pool_t *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KHL_POOL_H */

@@ -1,0 +1,1120 @@
+/* Tests of khl_pool (khashlite/khl_pool.h): every call, alignment of every
+ * size class, reserve/trim/destroy accounting through a counting backing
+ * allocator, failure injection, checked-mode aborts, a randomised
+ * differential run, and khashlite tables on a pool. */
+#include <criterion/criterion.h>
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khashlite/khashlite.h"
+#include "khashlite/khl_pool.h"
+
+#define ALIGN_MAX _Alignof(max_align_t)
+
+/* ------------------------------------------------------------------------ */
+/* A backing allocator that counts, checks every osize and can fail on cue.  */
+
+#define MAX_LIVE 4096
+
+typedef struct counting {
+    size_t live_bytes, live_blocks;
+    size_t calls;        /* allocation calls, including failed ones */
+    size_t fail_at;      /* the calls-th allocation call fails (0: never) */
+    int fail_all;        /* every allocation fails from fail_at on */
+    struct { void *p; size_t n; } blk[MAX_LIVE];
+} counting_t;
+
+static void *counting_fn(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    counting_t *c = (counting_t *)ud;
+    size_t i;
+    if (ptr) {
+        for (i = 0; i < MAX_LIVE; i++)
+            if (c->blk[i].p == ptr)
+                break;
+        cr_assert_lt(i, MAX_LIVE, "backing: free of a pointer it never gave out");
+        cr_assert_eq(c->blk[i].n, osize, "backing: osize %zu, allocated %zu", osize, c->blk[i].n);
+        cr_assert_eq(nsize, (size_t)0, "the pool never resizes through backing");
+        free(ptr);
+        c->blk[i].p = NULL;
+        c->live_bytes -= osize;
+        c->live_blocks--;
+        return NULL;
+    }
+    c->calls++;
+    if (c->fail_at && (c->calls == c->fail_at || (c->fail_all && c->calls > c->fail_at)))
+        return NULL;
+    ptr = malloc(nsize);
+    if (!ptr)
+        return NULL;
+    for (i = 0; i < MAX_LIVE; i++)
+        if (!c->blk[i].p)
+            break;
+    cr_assert_lt(i, MAX_LIVE, "backing: too many live blocks for the test table");
+    c->blk[i].p = ptr;
+    c->blk[i].n = nsize;
+    c->live_bytes += nsize;
+    c->live_blocks++;
+    return ptr;
+}
+
+static counting_t *counting_new(void)
+{
+    counting_t *c = calloc(1, sizeof *c);
+    cr_assert_not_null(c);
+    return c;
+}
+
+static khl_allocator_t counting_alloc(counting_t *c)
+{
+    khl_allocator_t a = {counting_fn, c};
+    return a;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static khl_pool_stats_t stats_of(const khl_pool_t *p)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    return s;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return rng_state = x;
+}
+
+static unsigned char pattern_byte(uint64_t id, size_t i)
+{
+    return (unsigned char)((id * 131u + i * 7u + (i >> 8)) & 0xff);
+}
+
+static void fill(void *b, size_t n, uint64_t id)
+{
+    unsigned char *q = b;
+    size_t i;
+    for (i = 0; i < n; i++)
+        q[i] = pattern_byte(id, i);
+}
+
+static int check(const void *b, size_t n, uint64_t id)
+{
+    const unsigned char *q = b;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (q[i] != pattern_byte(id, i))
+            return 0;
+    return 1;
+}
+
+static int aligned(const void *b)
+{
+    return (uintptr_t)b % ALIGN_MAX == 0;
+}
+
+static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked,
+                             const khl_allocator_t *backing)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    memset(&o, 0, sizeof o);
+    o.max_small = max_small;
+    o.chunk_bytes = chunk;
+    o.thread_safe = ts;
+    o.checked = checked;
+    o.backing = backing;
+    p = khl_pool_new(&o);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Basics                                                                    */
+
+Test(pool_basic, new_alloc_free_destroy)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    khl_pool_stats_t s;
+    void *a, *b;
+    cr_assert_not_null(p);
+    s = stats_of(p);
+    cr_assert_eq(s.in_use_bytes, 0);
+    cr_assert_eq(s.system_bytes, 0, "a new pool takes no chunk");
+    a = khl_pool_alloc(p, 100);
+    b = khl_pool_alloc(p, 100);
+    cr_assert(a && b && a != b);
+    memset(a, 1, 100);
+    memset(b, 2, 100);
+    s = stats_of(p);
+    cr_assert_eq(s.allocs, 2);
+    cr_assert_eq(s.in_use_bytes, 2 * khl_pool_block_size(p, a));
+    cr_assert_gt(s.system_bytes, 0);
+    khl_pool_free(p, a, 100);
+    khl_pool_free_unsized(p, b);
+    s = stats_of(p);
+    cr_assert_eq(s.frees, 2);
+    cr_assert_eq(s.in_use_bytes, 0);
+    cr_assert_eq(s.peak_bytes, 2 * khl_pool_block_size(p, khl_pool_alloc(p, 100)));
+    khl_pool_destroy(p);
+    khl_pool_destroy(NULL);
+}
+
+Test(pool_basic, zero_and_huge_requests)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    khl_pool_stats_t s;
+    cr_assert_null(khl_pool_alloc(p, 0));
+    cr_assert_null(khl_pool_alloc(p, SIZE_MAX));
+    cr_assert_null(khl_pool_alloc(p, SIZE_MAX - 4096));
+    cr_assert_null(khl_pool_alloc(p, SIZE_MAX / 2));
+    cr_assert_null(khl_pool_calloc(p, 0, 8));
+    cr_assert_null(khl_pool_calloc(p, 8, 0));
+    cr_assert_null(khl_pool_realloc(p, NULL, 0, 0));
+    s = stats_of(p);
+    cr_assert_eq(s.allocs, 0);
+    cr_assert_eq(s.frees, 0);
+    cr_assert_eq(s.system_bytes, 0);
+    khl_pool_free(p, NULL, 10);
+    khl_pool_free_unsized(p, NULL);
+    cr_assert_eq(stats_of(p).frees, 0, "freeing NULL is a no-op");
+    khl_pool_destroy(p);
+}
+
+Test(pool_basic, null_options_and_zero_fields_are_defaults)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    void *b;
+    memset(&o, 0, sizeof o);
+    p = khl_pool_new(&o);
+    cr_assert_not_null(p);
+    b = khl_pool_alloc(p, KHL_POOL_DEFAULT_MAX_SMALL);
+    cr_assert_eq(khl_pool_block_size(p, b), KHL_POOL_DEFAULT_MAX_SMALL);
+    cr_assert_eq(stats_of(p).large_blocks, 0, "max_small itself is small");
+    khl_pool_free(p, b, KHL_POOL_DEFAULT_MAX_SMALL);
+    b = khl_pool_alloc(p, KHL_POOL_DEFAULT_MAX_SMALL + 1);
+    cr_assert_eq(stats_of(p).large_blocks, 1);
+    khl_pool_free(p, b, KHL_POOL_DEFAULT_MAX_SMALL + 1);
+    khl_pool_destroy(p);
+}
+
+/* Every size 1..max_small: aligned, at least n usable bytes, bounded waste. */
+static void every_size(khl_pool_t *p, size_t max_small)
+{
+    size_t n;
+    for (n = 1; n <= max_small; n++) {
+        unsigned char *b = khl_pool_alloc(p, n);
+        size_t bs;
+        cr_assert_not_null(b, "size %zu", n);
+        cr_assert(aligned(b), "size %zu: %p not aligned to max_align_t", n, (void *)b);
+        bs = khl_pool_block_size(p, b);
+        cr_assert_geq(bs, n, "size %zu", n);
+        cr_assert_leq(bs, n < 128 ? n + 15 : n + n / 4, "size %zu: class %zu wastes too much", n, bs);
+        cr_assert_eq(bs % ALIGN_MAX, 0);
+        memset(b, 0x5a, bs);
+        if (n % 2)
+            khl_pool_free(p, b, n);
+        else
+            khl_pool_free_unsized(p, b);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+}
+
+Test(pool_basic, alignment_of_every_size_class)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    every_size(p, KHL_POOL_DEFAULT_MAX_SMALL);
+    khl_pool_destroy(p);
+    p = pool_with(1000, 0, 0, 0, NULL);   /* not a class boundary */
+    every_size(p, 1000);
+    cr_assert_eq(khl_pool_block_size(p, khl_pool_alloc(p, 1000)), 1008);
+    khl_pool_destroy(p);
+    p = pool_with(64 * 1024, 64 * 1024, 0, 1, NULL);  /* chunk grows to fit 8 blocks */
+    every_size(p, 64 * 1024);
+    khl_pool_destroy(p);
+}
+
+Test(pool_basic, many_blocks_are_distinct_and_hold_their_contents)
+{
+    enum { N = 5000 };
+    static void *b[N];
+    khl_pool_t *p = khl_pool_new(NULL);
+    size_t i;
+    for (i = 0; i < N; i++) {
+        size_t n = 1 + i % 300;
+        b[i] = khl_pool_alloc(p, n);
+        cr_assert_not_null(b[i]);
+        fill(b[i], n, i);
+    }
+    for (i = 0; i < N; i++)
+        cr_assert(check(b[i], 1 + i % 300, i), "block %zu corrupted", i);
+    for (i = 0; i < N; i++) {
+        if (i % 3)
+            khl_pool_free(p, b[i], 1 + i % 300);
+        else
+            khl_pool_free_unsized(p, b[i]);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).allocs, N);
+    cr_assert_eq(stats_of(p).frees, N);
+    khl_pool_destroy(p);
+}
+
+Test(pool_basic, sized_and_unsized_free_mixed_with_large)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 0, 0, 0, &a);
+    size_t sizes[] = {1, 16, 17, 100, 128, 129, 1000, 4096, 16384, 16385, 50000, 300000};
+    void *b[12];
+    size_t i, expect = 0;
+    for (i = 0; i < 12; i++) {
+        b[i] = khl_pool_alloc(p, sizes[i]);
+        cr_assert_not_null(b[i]);
+        cr_assert(aligned(b[i]));
+        fill(b[i], sizes[i], i);
+        expect += sizes[i] > KHL_POOL_DEFAULT_MAX_SMALL ? sizes[i] : khl_pool_block_size(p, b[i]);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, expect);
+    cr_assert_eq(stats_of(p).large_blocks, 3);
+    cr_assert_eq(khl_pool_block_size(p, b[11]), 300000);
+    for (i = 0; i < 12; i++) {
+        cr_assert(check(b[i], sizes[i], i));
+        if (i % 2)
+            khl_pool_free_unsized(p, b[i]);
+        else
+            khl_pool_free(p, b[i], sizes[i]);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).large_blocks, 0);
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+Test(pool_basic, calloc_zeroes_and_checks_overflow)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    unsigned char *b = khl_pool_alloc(p, 200), *z;
+    size_t i;
+    memset(b, 0xab, 200);
+    khl_pool_free(p, b, 200);
+    z = khl_pool_calloc(p, 25, 8);
+    cr_assert_eq(z, b, "the freed block is reused, so zeroing is really tested");
+    for (i = 0; i < 200; i++)
+        cr_assert_eq(z[i], 0);
+    cr_assert_eq(stats_of(p).allocs, 2, "calloc counts as an alloc");
+    cr_assert_null(khl_pool_calloc(p, SIZE_MAX / 2 + 1, 2));
+    cr_assert_null(khl_pool_calloc(p, 2, SIZE_MAX / 2 + 1));
+    cr_assert_null(khl_pool_calloc(p, SIZE_MAX, SIZE_MAX));
+    cr_assert_eq(stats_of(p).allocs, 2);
+    z = khl_pool_calloc(p, 1000, 100);   /* large */
+    for (i = 0; i < 100000; i++)
+        cr_assert_eq(z[i], 0);
+    khl_pool_free(p, z, 100000);
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* realloc                                                                   */
+
+static void realloc_walk(khl_pool_t *p, int unsized)
+{
+    size_t sizes[] = {1, 17, 100, 112, 1000, 5000, 16384, 16385, 40000, 200000,
+                      150000, 40000, 16384, 3000, 100, 5, 1};
+    size_t i, cur = sizes[0];
+    unsigned char *b = khl_pool_alloc(p, cur);
+    fill(b, cur, 7);
+    for (i = 1; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t n = sizes[i], keep = cur < n ? cur : n;
+        unsigned char *q = unsized ? khl_pool_realloc_unsized(p, b, n)
+                                   : khl_pool_realloc(p, b, cur, n);
+        cr_assert_not_null(q, "realloc %zu -> %zu", cur, n);
+        cr_assert(aligned(q));
+        cr_assert(check(q, keep, 7), "realloc %zu -> %zu lost contents", cur, n);
+        cr_assert_geq(khl_pool_block_size(p, q), n);
+        fill(q, n, 7);
+        b = q;
+        cur = n;
+    }
+    cr_assert_null(khl_pool_realloc(p, b, cur, 0));
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+}
+
+Test(pool_realloc, across_classes_and_large_sized)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    realloc_walk(p, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_realloc, across_classes_and_large_unsized)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    realloc_walk(p, 1);
+    khl_pool_destroy(p);
+}
+
+Test(pool_realloc, checked_and_thread_safe_pools)
+{
+    khl_pool_t *p = pool_with(0, 0, 1, 1, NULL);
+    realloc_walk(p, 0);
+    realloc_walk(p, 1);
+    khl_pool_destroy(p);
+    p = pool_with(0, 0, 1, 0, NULL);
+    realloc_walk(p, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_realloc, counts_moves_and_not_in_place)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    khl_pool_stats_t s0, s1;
+    void *b = khl_pool_realloc(p, NULL, 0, 100);   /* NULL ptr: alloc */
+    void *q;
+    cr_assert_not_null(b);
+    s0 = stats_of(p);
+    cr_assert_eq(s0.allocs, 1);
+    q = khl_pool_realloc(p, b, 100, 110);   /* same class (112) */
+    cr_assert_eq(q, b);
+    s1 = stats_of(p);
+    cr_assert_eq(s1.allocs, s0.allocs);
+    cr_assert_eq(s1.frees, s0.frees);
+    q = khl_pool_realloc(p, b, 110, 500);   /* moves */
+    cr_assert_neq(q, b);
+    s1 = stats_of(p);
+    cr_assert_eq(s1.allocs, s0.allocs + 1);
+    cr_assert_eq(s1.frees, s0.frees + 1);
+    cr_assert_eq(s1.in_use_bytes, khl_pool_block_size(p, q));
+    b = khl_pool_realloc(p, q, 500, 100000);  /* to large */
+    q = khl_pool_realloc(p, b, 100000, 90000);  /* large shrink, in place */
+    cr_assert_eq(q, b);
+    cr_assert_eq(khl_pool_block_size(p, q), 90000);
+    cr_assert_eq(stats_of(p).in_use_bytes, 90000);
+    cr_assert_eq(stats_of(p).allocs, s0.allocs + 2);
+    cr_assert_null(khl_pool_realloc(p, q, 90000, 0));   /* nsize 0: free */
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).frees, stats_of(p).allocs);
+    khl_pool_destroy(p);
+}
+
+Test(pool_realloc, failure_leaves_block_untouched)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 0, 0, 0, &a);
+    unsigned char *b = khl_pool_alloc(p, 100);
+    khl_pool_stats_t s;
+    fill(b, 100, 3);
+    s = stats_of(p);
+    c->fail_at = c->calls + 1;
+    c->fail_all = 1;
+    cr_assert_null(khl_pool_realloc(p, b, 100, 5000), "new class needs a chunk");
+    cr_assert_null(khl_pool_realloc(p, b, 100, 100000), "large needs the system");
+    cr_assert_null(khl_pool_realloc_unsized(p, b, 100000));
+    cr_assert(check(b, 100, 3));
+    cr_assert_eq(stats_of(p).allocs, s.allocs);
+    cr_assert_eq(stats_of(p).in_use_bytes, s.in_use_bytes);
+    cr_assert(khl_pool_owns(p, b));
+    khl_pool_free(p, b, 100);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* owns, block_size                                                          */
+
+Test(pool_owns, live_blocks_yes_other_memory_no)
+{
+    khl_pool_t *p = khl_pool_new(NULL), *other = khl_pool_new(NULL);
+    static char static_buf[256];
+    char stack_buf[64];
+    char *m = malloc(100);
+    char *small = khl_pool_alloc(p, 100), *large = khl_pool_alloc(p, 100000);
+    char *theirs = khl_pool_alloc(other, 100);
+    cr_assert_eq(khl_pool_owns(p, small), 1);
+    cr_assert_eq(khl_pool_owns(p, large), 1);
+    cr_assert_eq(khl_pool_owns(p, stack_buf), 0);
+    cr_assert_eq(khl_pool_owns(p, static_buf), 0);
+    cr_assert_eq(khl_pool_owns(p, m), 0);
+    cr_assert_eq(khl_pool_owns(p, NULL), 0);
+    cr_assert_eq(khl_pool_owns(p, theirs), 0);
+    cr_assert_eq(khl_pool_owns(other, small), 0);
+    cr_assert_eq(khl_pool_owns(p, small + 16), 0, "interior pointer");
+    cr_assert_eq(khl_pool_owns(p, small + 1), 0, "misaligned pointer");
+    cr_assert_eq(khl_pool_owns(p, large + 16), 0, "interior of a large block");
+    cr_assert_eq(khl_pool_owns(p, small + 112 * 5), 0, "never handed out");
+    cr_assert_eq(khl_pool_block_size(p, small), 112);
+    cr_assert_eq(khl_pool_block_size(p, large), 100000);
+    khl_pool_free(p, large, 100000);
+    cr_assert_eq(khl_pool_owns(p, large), 0, "a freed large block is gone");
+    khl_pool_free(p, small, 100);
+    khl_pool_free(other, theirs, 100);
+    free(m);
+    khl_pool_destroy(p);
+    khl_pool_destroy(other);
+}
+
+Test(pool_owns, checked_pool_knows_freed_small_blocks)
+{
+    khl_pool_t *p = pool_with(0, 0, 0, 1, NULL);
+    void *b = khl_pool_alloc(p, 40);
+    cr_assert_eq(khl_pool_owns(p, b), 1);
+    khl_pool_free(p, b, 40);
+    cr_assert_eq(khl_pool_owns(p, b), 0);
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* reserve and trim                                                          */
+
+Test(pool_reserve, exactly_n_allocations_touch_no_system)
+{
+    enum { N = 5000 };
+    static void *b[N + 1];
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 0, 0, 0, &a);
+    khl_pool_stats_t s;
+    size_t calls, i;
+    cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
+    s = stats_of(p);
+    calls = c->calls;
+    cr_assert_gt(s.system_bytes, 0);
+    cr_assert_eq(s.allocs, 0, "a reserve is not an allocation");
+    for (i = 0; i < N; i++) {
+        b[i] = khl_pool_alloc(p, 97 + i % 16);   /* all in the 112-byte class */
+        cr_assert_not_null(b[i]);
+    }
+    cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "no new system memory");
+    cr_assert_eq(c->calls, calls, "no backing call");
+    for (i = 0; i < N; i++)
+        khl_pool_free(p, b[i], 97 + i % 16);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
+{
+    enum { N = 3000 };
+    static void *b[2 * N];
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 0, 0, 0, &a);
+    size_t sys, calls, i;
+    /* some churn first, so part of the reserve is free-list blocks */
+    for (i = 0; i < 1000; i++)
+        b[i] = khl_pool_alloc(p, 64);
+    for (i = 0; i < 1000; i++)
+        khl_pool_free(p, b[i], 64);
+    cr_assert_eq(khl_pool_reserve(p, 64, N), 0);
+    cr_assert_eq(khl_pool_reserve(p, 50, N), 0);   /* same class: adds up */
+    khl_pool_trim(p);
+    sys = stats_of(p).system_bytes;
+    calls = c->calls;
+    cr_assert_geq(sys, 2 * N * 64);
+    for (i = 0; i < 2 * N; i++) {
+        b[i] = khl_pool_alloc(p, 64);
+        cr_assert_not_null(b[i]);
+        if (i == N)
+            khl_pool_trim(p);   /* keeps what is still reserved */
+    }
+    cr_assert_eq(stats_of(p).system_bytes, sys);
+    cr_assert_eq(c->calls, calls);
+    for (i = 0; i < 2 * N; i++)
+        khl_pool_free(p, b[i], 64);
+    khl_pool_trim(p);   /* reserve used up: everything can go */
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(stats_of(p).chunks, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+Test(pool_reserve, invalid_requests_fail_and_reserve_nothing)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    cr_assert_eq(khl_pool_reserve(p, 0, 10), -1);
+    cr_assert_eq(khl_pool_reserve(p, KHL_POOL_DEFAULT_MAX_SMALL + 1, 10), -1);
+    cr_assert_eq(khl_pool_reserve(p, 100, SIZE_MAX), -1);
+    cr_assert_eq(khl_pool_reserve(p, 100, SIZE_MAX / 64), -1);
+    cr_assert_eq(khl_pool_reserve(p, 100, 0), 0);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_reserve, thread_safe_pool_keeps_the_promise)
+{
+    enum { N = 2000 };
+    static void *b[N];
+    khl_pool_t *p = pool_with(0, 0, 1, 0, NULL);
+    size_t sys, i;
+    void *x = khl_pool_alloc(p, 200);   /* this thread's cache exists */
+    khl_pool_free(p, x, 200);
+    cr_assert_eq(khl_pool_reserve(p, 200, N), 0);
+    sys = stats_of(p).system_bytes;
+    for (i = 0; i < N; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 200));
+    cr_assert_eq(stats_of(p).system_bytes, sys);
+    for (i = 0; i < N; i++)
+        khl_pool_free_unsized(p, b[i]);
+    khl_pool_destroy(p);
+}
+
+Test(pool_trim, returns_wholly_free_chunks_only)
+{
+    enum { N = 20000 };
+    static void *b[N];
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 64 * 1024, 0, 0, &a);
+    khl_pool_stats_t s;
+    size_t i, full;
+    for (i = 0; i < N; i++)
+        b[i] = khl_pool_alloc(p, 100);
+    full = stats_of(p).system_bytes;
+    cr_assert_gt(stats_of(p).chunks, 10);
+    for (i = 0; i < N; i++)
+        if (i < N / 2 || i % 1000)   /* keep one block in every ~1000 of the second half */
+            khl_pool_free(p, b[i], 100);
+    khl_pool_trim(p);
+    s = stats_of(p);
+    cr_assert_lt(s.system_bytes, full, "free chunks went back");
+    cr_assert_gt(s.system_bytes, 0, "chunks with a live block stay");
+    cr_assert_eq(c->live_bytes, s.system_bytes + s.meta_bytes);
+    for (i = N / 2; i < N; i += 1000) {
+        cr_assert(khl_pool_owns(p, b[i]));
+        fill(b[i], 100, i);
+    }
+    /* the pool still works after a trim */
+    for (i = 0; i < N / 2; i++)
+        b[i] = khl_pool_alloc(p, 100);
+    for (i = 0; i < N / 2; i++)
+        khl_pool_free(p, b[i], 100);
+    for (i = N / 2; i < N; i += 1000) {
+        cr_assert(check(b[i], 100, i));
+        khl_pool_free_unsized(p, b[i]);
+    }
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* destroy, failures                                                         */
+
+Test(pool_destroy, returns_every_byte_to_backing)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    int mode;
+    for (mode = 0; mode < 4; mode++) {
+        khl_pool_t *p = pool_with(0, 0, mode & 1, mode >> 1, &a);
+        size_t i;
+        for (i = 0; i < 3000; i++)
+            cr_assert_not_null(khl_pool_alloc(p, 1 + (i * 37) % 20000));   /* never freed */
+        cr_assert_eq(khl_pool_reserve(p, 30, 5000), 0);
+        cr_assert_gt(c->live_bytes, 0);
+        khl_pool_destroy(p);
+        cr_assert_eq(c->live_bytes, 0, "mode %d leaked %zu bytes", mode, c->live_bytes);
+        cr_assert_eq(c->live_blocks, 0);
+    }
+    free(c);
+}
+
+Test(pool_failure, new_fails_cleanly)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_options_t o;
+    memset(&o, 0, sizeof o);
+    o.backing = &a;
+    c->fail_at = 1;
+    cr_assert_null(khl_pool_new(&o));
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* Fail the k-th backing call for every k a workload reaches: the failing
+ * call reports it, the stats do not move, and nothing leaks. */
+static void failure_sweep(int ts, int checked)
+{
+    size_t k;
+    for (k = 1; k < 40; k++) {
+        counting_t *c = counting_new();
+        khl_allocator_t a = counting_alloc(c);
+        khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
+        void *live[64];
+        size_t nlive = 0, step;
+        int failures = 0;
+        c->fail_at = c->calls + k;
+        for (step = 0; step < 60; step++) {
+            khl_pool_stats_t before = stats_of(p), after;
+            size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
+            if (step % 7 == 6) {
+                int r = khl_pool_reserve(p, 16 + step * 10, 200);
+                after = stats_of(p);
+                if (r < 0) {
+                    failures++;
+                    cr_assert_eq(after.system_bytes, before.system_bytes, "k=%zu", k);
+                    cr_assert_eq(after.chunks, before.chunks);
+                } else {
+                    cr_assert_eq(r, 0);
+                }
+                continue;
+            }
+            live[nlive] = khl_pool_alloc(p, n);
+            after = stats_of(p);
+            if (!live[nlive]) {
+                failures++;
+                cr_assert_eq(after.allocs, before.allocs, "k=%zu step=%zu", k, step);
+                cr_assert_eq(after.in_use_bytes, before.in_use_bytes);
+                cr_assert_eq(after.system_bytes, before.system_bytes);
+                cr_assert_eq(after.chunks, before.chunks);
+                cr_assert_eq(after.large_blocks, before.large_blocks);
+            } else {
+                cr_assert_eq(after.allocs, before.allocs + 1);
+                memset(live[nlive], 1, n);
+                nlive++;
+            }
+        }
+        cr_assert_leq(failures, 1, "only the k-th call fails");
+        while (nlive)
+            khl_pool_free_unsized(p, live[--nlive]);
+        cr_assert_eq(stats_of(p).in_use_bytes, 0);
+        khl_pool_destroy(p);
+        cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
+        free(c);
+    }
+}
+
+Test(pool_failure, kth_backing_call_fails_single_threaded)
+{
+    failure_sweep(0, 0);
+}
+
+Test(pool_failure, kth_backing_call_fails_checked)
+{
+    failure_sweep(0, 1);
+}
+
+Test(pool_failure, kth_backing_call_fails_thread_safe)
+{
+    failure_sweep(1, 0);
+}
+
+Test(pool_failure, reserve_failure_reserves_nothing)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(2000, 16 * 1024, 0, 0, &a);
+    khl_pool_stats_t s;
+    c->fail_at = c->calls + 3;   /* the third chunk of the reserve fails */
+    s = stats_of(p);
+    cr_assert_eq(khl_pool_reserve(p, 100, 1000), -1);
+    cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "chunks taken so far went back");
+    cr_assert_eq(stats_of(p).chunks, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The allocator hook                                                        */
+
+Test(pool_allocf, lua_style_hook)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    khl_allocator_t a = khl_pool_allocator(p);
+    char *b;
+    cr_assert_eq(a.fn, khl_pool_allocf);
+    cr_assert_eq(a.ud, p);
+    cr_assert_null(a.fn(a.ud, NULL, 0, 0));
+    cr_assert_null(a.fn(a.ud, NULL, 5, 0), "Lua passes a type tag as osize");
+    cr_assert_eq(stats_of(p).allocs, 0, "(NULL, 0) counts nothing");
+    cr_assert_eq(stats_of(p).frees, 0);
+    b = a.fn(a.ud, NULL, 4 /* LUA_TTABLE */, 48);
+    cr_assert_not_null(b);
+    fill(b, 48, 9);
+    b = a.fn(a.ud, b, 48, 4000);
+    cr_assert(check(b, 48, 9));
+    b = a.fn(a.ud, b, 4000, 24);
+    cr_assert(check(b, 24, 9));
+    cr_assert_null(a.fn(a.ud, b, 24, 0));
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).allocs, 3);
+    cr_assert_eq(stats_of(p).frees, 3);
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checked mode: one test per check                                          */
+
+static khl_pool_t *checked_pool(void)
+{
+    return pool_with(0, 0, 0, 1, NULL);
+}
+
+Test(pool_checked, double_free, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 100);
+    khl_pool_free(p, b, 100);
+}
+
+Test(pool_checked, double_free_unsized, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free_unsized(p, b);
+    khl_pool_free_unsized(p, b);
+}
+
+Test(pool_checked, double_free_large, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100000);
+    khl_pool_free(p, b, 100000);
+    khl_pool_free(p, b, 100000);
+}
+
+Test(pool_checked, foreign_pointer_stack, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    max_align_t on_stack[4];
+    khl_pool_alloc(p, 100);
+    khl_pool_free_unsized(p, on_stack);
+}
+
+Test(pool_checked, foreign_pointer_malloc, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *m = malloc(100);
+    khl_pool_free(p, m, 100);
+}
+
+Test(pool_checked, foreign_pointer_other_pool, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool(), *q = checked_pool();
+    void *b = khl_pool_alloc(q, 100);
+    khl_pool_free(p, b, 100);
+}
+
+Test(pool_checked, interior_pointer, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    char *b = khl_pool_alloc(p, 100);
+    khl_pool_free_unsized(p, b + 16);
+}
+
+Test(pool_checked, interior_pointer_large, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    char *b = khl_pool_alloc(p, 100000);
+    khl_pool_free_unsized(p, b + 64);
+}
+
+Test(pool_checked, misaligned_pointer, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    char *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b + 1, 99);
+}
+
+Test(pool_checked, wrong_size_other_class, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 200);
+}
+
+Test(pool_checked, wrong_size_small_as_large, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 100000);
+}
+
+Test(pool_checked, wrong_size_large, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100000);
+    khl_pool_free(p, b, 100001);
+}
+
+Test(pool_checked, wrong_size_zero, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 0);
+}
+
+Test(pool_checked, realloc_of_freed_block, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 100);
+    khl_pool_realloc(p, b, 100, 300);
+}
+
+Test(pool_checked, realloc_wrong_osize, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_realloc(p, b, 1000, 300);
+}
+
+Test(pool_checked, block_size_of_freed_block, .signal = SIGABRT)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 100);
+    khl_pool_block_size(p, b);
+}
+
+Test(pool_checked, thread_safe_checked_double_free, .signal = SIGABRT)
+{
+    khl_pool_t *p = pool_with(0, 0, 1, 1, NULL);
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 100);
+    khl_pool_free(p, b, 100);
+}
+
+Test(pool_checked, any_class_size_is_accepted)
+{
+    khl_pool_t *p = checked_pool();
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 112);   /* 97..112 all name the block's class */
+    b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 97);
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Randomised differential run: the pool against a shadow table            */
+
+#define SLOTS 1500
+
+typedef struct shadow {
+    void *p;
+    size_t n;
+    uint64_t id;
+} shadow_t;
+
+static size_t random_size(void)
+{
+    uint64_t r = rng() % 1000;
+    if (r < 700)
+        return 1 + (size_t)(rng() % 256);
+    if (r < 950)
+        return 1 + (size_t)(rng() % 16384);
+    if (r < 995)
+        return 16385 + (size_t)(rng() % 50000);
+    return 100000 + (size_t)(rng() % 300000);
+}
+
+static void differential(khl_pool_t *p, unsigned long ops, uint64_t seed)
+{
+    static shadow_t s[SLOTS];
+    uint64_t next_id = 1;
+    unsigned long op;
+    size_t i, live = 0, bytes = 0;
+    memset(s, 0, sizeof s);
+    rng_state = seed;
+    for (op = 0; op < ops; op++) {
+        shadow_t *x = &s[rng() % SLOTS];
+        uint64_t what = rng() % 10;
+        if (!x->p) {
+            x->n = random_size();
+            x->id = next_id++;
+            x->p = (what < 2) ? khl_pool_calloc(p, 1, x->n) : khl_pool_alloc(p, x->n);
+            cr_assert_not_null(x->p);
+            cr_assert(aligned(x->p));
+            cr_assert(khl_pool_owns(p, x->p));
+            fill(x->p, x->n, x->id);
+            live++;
+            bytes += khl_pool_block_size(p, x->p);
+        } else if (what < 4) {
+            size_t n = random_size();
+            void *q;
+            cr_assert(check(x->p, x->n, x->id), "op %lu: block corrupted before realloc", op);
+            bytes -= khl_pool_block_size(p, x->p);
+            q = (what < 2) ? khl_pool_realloc(p, x->p, x->n, n) : khl_pool_realloc_unsized(p, x->p, n);
+            cr_assert_not_null(q);
+            cr_assert(check(q, x->n < n ? x->n : n, x->id), "op %lu: realloc lost contents", op);
+            x->p = q;
+            x->n = n;
+            fill(x->p, x->n, x->id);
+            bytes += khl_pool_block_size(p, x->p);
+        } else {
+            cr_assert(check(x->p, x->n, x->id), "op %lu: block corrupted before free", op);
+            bytes -= khl_pool_block_size(p, x->p);
+            if (what < 7)
+                khl_pool_free(p, x->p, x->n);
+            else
+                khl_pool_free_unsized(p, x->p);
+            x->p = NULL;
+            live--;
+        }
+        if (op % 4096 == 0) {
+            khl_pool_stats_t st = stats_of(p);
+            cr_assert_eq(st.in_use_bytes, bytes, "op %lu", op);
+            cr_assert_eq(st.allocs - st.frees, live);
+            cr_assert_geq(st.peak_bytes, st.in_use_bytes);
+            if (op % 16384 == 0)
+                khl_pool_trim(p);
+        }
+    }
+    for (i = 0; i < SLOTS; i++)
+        if (s[i].p) {
+            cr_assert(check(s[i].p, s[i].n, s[i].id));
+            khl_pool_free_unsized(p, s[i].p);
+        }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+}
+
+Test(pool_random, default_pool)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    differential(p, 60000, 0x9e3779b97f4a7c15ULL);
+    khl_pool_destroy(p);
+}
+
+Test(pool_random, checked_pool_correct_use_does_not_abort)
+{
+    khl_pool_t *p = checked_pool();
+    differential(p, 40000, 12345);
+    khl_pool_destroy(p);
+}
+
+Test(pool_random, thread_safe_pool_one_thread)
+{
+    khl_pool_t *p = pool_with(0, 0, 1, 0, NULL);
+    differential(p, 40000, 777);
+    khl_pool_destroy(p);
+}
+
+Test(pool_random, small_chunks_counting_backing)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(2000, 16 * 1024, 0, 0, &a);
+    differential(p, 30000, 4242);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* khashlite tables on a pool                                                */
+
+KHL_MAP_INIT_INT(pm, uint64_t)
+KHL_SET_INIT_INT64(ps)
+
+static void table_workload(khl_pool_t *p)
+{
+    khl_allocator_t a = khl_pool_allocator(p);
+    khl_t(pm) h;
+    khl_t(ps) s;
+    uint32_t i;
+    int ret;
+    khl_init(pm, &h, &a);
+    khl_init(ps, &s, &a);
+    for (i = 0; i < 50000; i++) {
+        khl_iter_t k = khl_put(pm, &h, i * 7u, &ret);
+        cr_assert_eq(ret, 1);
+        khl_val(pm, &h, k) = (uint64_t)i * 3u;
+        khl_put(ps, &s, (uint64_t)i << 20, &ret);
+        cr_assert_eq(ret, 1);
+    }
+    cr_assert_gt(stats_of(p).in_use_bytes, 0);
+    cr_assert(khl_pool_owns(p, h.b));
+    for (i = 0; i < 50000; i += 2)
+        khl_del(pm, &h, khl_get(pm, &h, i * 7u));
+    for (i = 0; i < 50000; i++) {
+        khl_iter_t k = khl_get(pm, &h, i * 7u);
+        if (i % 2) {
+            cr_assert_neq(k, khl_end(pm, &h), "key %u lost", i);
+            cr_assert_eq(khl_val(pm, &h, k), (uint64_t)i * 3u);
+        } else {
+            cr_assert_eq(k, khl_end(pm, &h));
+        }
+        cr_assert_neq(khl_get(ps, &s, (uint64_t)i << 20), khl_end(ps, &s));
+    }
+    cr_assert_eq(khl_size(pm, &h), 25000);
+    cr_assert_eq(khl_shrink(pm, &h), 0);
+    cr_assert_eq(khl_size(pm, &h), 25000);
+    khl_destroy(pm, &h);
+    khl_destroy(ps, &s);
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+}
+
+Test(pool_tables, map_and_set_on_a_pool)
+{
+    khl_pool_t *p = khl_pool_new(NULL);
+    table_workload(p);
+    khl_pool_destroy(p);
+}
+
+Test(pool_tables, on_checked_and_thread_safe_pools)
+{
+    khl_pool_t *p = checked_pool();
+    table_workload(p);
+    khl_pool_destroy(p);
+    p = pool_with(0, 0, 1, 0, NULL);
+    table_workload(p);
+    khl_pool_destroy(p);
+}
+
+Test(pool_tables, out_of_memory_leaves_table_intact)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t back = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 0, 0, 0, &back);
+    khl_allocator_t a = khl_pool_allocator(p);
+    khl_t(pm) h;
+    uint32_t i = 0;
+    int ret = 0;
+    khl_init(pm, &h, &a);
+    c->fail_at = 1;
+    c->fail_all = 1;
+    c->fail_at = c->calls + 4;
+    for (i = 0; i < 1000000; i++) {
+        khl_put(pm, &h, i, &ret);
+        if (ret < 0)
+            break;
+    }
+    cr_assert_eq(ret, -1, "the pool ran out");
+    cr_assert_eq(khl_size(pm, &h), i);
+    for (uint32_t j = 0; j < i; j++)
+        cr_assert_neq(khl_get(pm, &h, j), khl_end(pm, &h));
+    khl_destroy(pm, &h);
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}

@@ -1,0 +1,416 @@
+/* Thread tests of khl_pool with thread_safe = 1: cross-thread frees through
+ * a shared queue with contents checked, stats consistency, thread exit with
+ * cached blocks, pools destroyed while their threads live, several pools per
+ * thread.  Run under ThreadSanitizer as well. */
+#define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khashlite/khl_pool.h"
+
+#define NTHREADS 4
+
+static khl_pool_stats_t pt_stats(const khl_pool_t *p)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    return s;
+}
+
+static khl_pool_t *pt_pool(int checked)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    memset(&o, 0, sizeof o);
+    o.thread_safe = 1;
+    o.checked = checked;
+    p = khl_pool_new(&o);
+    cr_assert_not_null(p);
+    return p;
+}
+
+static uint64_t pt_rng(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* Each block starts with its id and size; the rest is a pattern of the id. */
+typedef struct hdr {
+    uint64_t id;
+    size_t n;
+} hdr_t;
+
+static void *pt_make(khl_pool_t *p, size_t n, uint64_t id)
+{
+    unsigned char *b = khl_pool_alloc(p, n);
+    size_t i;
+    hdr_t h;
+    cr_assert_not_null(b);
+    cr_assert_eq((uintptr_t)b % _Alignof(max_align_t), 0);
+    h.id = id;
+    h.n = n;
+    memcpy(b, &h, sizeof h);
+    for (i = sizeof h; i < n; i++)
+        b[i] = (unsigned char)(id + i);
+    return b;
+}
+
+static void pt_check_free(khl_pool_t *p, void *blk, int sized)
+{
+    unsigned char *b = blk;
+    size_t i;
+    hdr_t h;
+    memcpy(&h, b, sizeof h);
+    for (i = sizeof h; i < h.n; i++)
+        if (b[i] != (unsigned char)(h.id + i))
+            cr_assert_fail("block %llu corrupted at %zu", (unsigned long long)h.id, i);
+    if (sized)
+        khl_pool_free(p, b, h.n);
+    else
+        khl_pool_free_unsized(p, b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A shared queue: blocks allocated by one thread are freed by another.      */
+
+#define QCAP 512
+
+typedef struct queue {
+    pthread_mutex_t m;
+    void *item[QCAP];
+    size_t head, count;
+} queue_t;
+
+static int q_push(queue_t *q, void *b)
+{
+    int ok;
+    pthread_mutex_lock(&q->m);
+    ok = q->count < QCAP;
+    if (ok) {
+        q->item[(q->head + q->count) % QCAP] = b;
+        q->count++;
+    }
+    pthread_mutex_unlock(&q->m);
+    return ok;
+}
+
+static void *q_pop(queue_t *q)
+{
+    void *b = NULL;
+    pthread_mutex_lock(&q->m);
+    if (q->count) {
+        b = q->item[q->head];
+        q->head = (q->head + 1) % QCAP;
+        q->count--;
+    }
+    pthread_mutex_unlock(&q->m);
+    return b;
+}
+
+typedef struct worker {
+    khl_pool_t *pool;
+    queue_t *q;
+    int tid, iters;
+} worker_t;
+
+static size_t pt_size(uint64_t *s)
+{
+    uint64_t r = pt_rng(s) % 100;
+    if (r < 80)
+        return sizeof(hdr_t) + (size_t)(pt_rng(s) % 240);
+    if (r < 99)
+        return sizeof(hdr_t) + (size_t)(pt_rng(s) % 16000);
+    return 20000 + (size_t)(pt_rng(s) % 60000);
+}
+
+static void *stress_worker(void *arg)
+{
+    worker_t *w = arg;
+    uint64_t seed = 0x1234567ULL * (uint64_t)(w->tid + 1), id = (uint64_t)w->tid << 40;
+    void *mine[64];
+    int nmine = 0, i;
+    for (i = 0; i < w->iters; i++) {
+        uint64_t r = pt_rng(&seed) % 10;
+        if (r < 4) {
+            void *b = pt_make(w->pool, pt_size(&seed), id++);
+            if (!q_push(w->q, b))
+                pt_check_free(w->pool, b, 1);
+        } else if (r < 7) {
+            void *b = q_pop(w->q);   /* most likely another thread's */
+            if (b)
+                pt_check_free(w->pool, b, (int)(r & 1));
+        } else if (r < 9 && nmine < 64) {
+            mine[nmine++] = pt_make(w->pool, pt_size(&seed), id++);
+        } else if (nmine) {
+            pt_check_free(w->pool, mine[--nmine], (int)(r & 1));
+        }
+    }
+    while (nmine)
+        pt_check_free(w->pool, mine[--nmine], 0);
+    return NULL;
+}
+
+static void stress(khl_pool_t *p, int iters)
+{
+    static queue_t q;
+    pthread_t th[NTHREADS];
+    worker_t w[NTHREADS];
+    khl_pool_stats_t s;
+    void *b;
+    int i;
+    memset(&q, 0, sizeof q);
+    pthread_mutex_init(&q.m, NULL);
+    for (i = 0; i < NTHREADS; i++) {
+        w[i].pool = p;
+        w[i].q = &q;
+        w[i].tid = i;
+        w[i].iters = iters;
+        cr_assert_eq(pthread_create(&th[i], NULL, stress_worker, &w[i]), 0);
+    }
+    for (i = 0; i < 20; i++) {   /* stats while the threads run */
+        s = pt_stats(p);
+        cr_assert_geq(s.allocs, s.frees - 0);
+    }
+    for (i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    while ((b = q_pop(&q)) != NULL)
+        pt_check_free(p, b, 1);
+    pthread_mutex_destroy(&q.m);
+    s = pt_stats(p);
+    cr_assert_eq(s.in_use_bytes, 0);
+    cr_assert_eq(s.allocs, s.frees);
+    cr_assert_gt(s.allocs, (uint64_t)iters);
+    cr_assert_geq(s.peak_bytes, 1);
+    /* The workers exited: their caches went back, so trim returns it all. */
+    khl_pool_trim(p);
+    s = pt_stats(p);
+    cr_assert_eq(s.system_bytes, 0, "%zu bytes still held", s.system_bytes);
+}
+
+Test(pool_threads, cross_thread_frees_through_a_queue)
+{
+    khl_pool_t *p = pt_pool(0);
+    stress(p, 60000);
+    khl_pool_destroy(p);
+}
+
+Test(pool_threads, checked_thread_safe_pool)
+{
+    khl_pool_t *p = pt_pool(1);
+    stress(p, 20000);
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread exit and pool lifetime                                             */
+
+static void *alloc_and_free_many(void *arg)
+{
+    khl_pool_t *p = arg;
+    void *b[2000];
+    int i;
+    for (i = 0; i < 2000; i++)
+        b[i] = pt_make(p, 16 + (size_t)(i % 500), (uint64_t)i);
+    for (i = 0; i < 2000; i++)
+        pt_check_free(p, b[i], i & 1);
+    return NULL;   /* its cache still holds blocks */
+}
+
+Test(pool_threads, thread_exit_gives_its_cache_back)
+{
+    khl_pool_t *p = pt_pool(0);
+    pthread_t t;
+    khl_pool_stats_t s;
+    cr_assert_eq(pthread_create(&t, NULL, alloc_and_free_many, p), 0);
+    pthread_join(t, NULL);
+    s = pt_stats(p);
+    cr_assert_eq(s.allocs, 2000);
+    cr_assert_eq(s.frees, 2000);
+    cr_assert_eq(s.in_use_bytes, 0);
+    cr_assert_gt(s.peak_bytes, 0);
+    khl_pool_trim(p);
+    cr_assert_eq(pt_stats(p).system_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+typedef struct lifetime {
+    pthread_barrier_t *bar;
+    khl_pool_t **pool;
+} lifetime_t;
+
+/* Uses a pool, waits while main destroys it and makes another (maybe at the
+ * same address), then uses the new one: no stale cache may leak across. */
+static void *outlive_pool(void *arg)
+{
+    lifetime_t *l = arg;
+    void *b[100];
+    int i;
+    for (i = 0; i < 100; i++)
+        b[i] = pt_make(*l->pool, 48, (uint64_t)i);
+    for (i = 0; i < 100; i++)
+        pt_check_free(*l->pool, b[i], 1);
+    pthread_barrier_wait(l->bar);   /* main destroys the pool */
+    pthread_barrier_wait(l->bar);   /* main made a new one */
+    for (i = 0; i < 100; i++)
+        b[i] = pt_make(*l->pool, 48, (uint64_t)i + 1000);
+    for (i = 0; i < 100; i++)
+        pt_check_free(*l->pool, b[i], 0);
+    return NULL;
+}
+
+Test(pool_threads, pool_destroyed_while_threads_live)
+{
+    pthread_barrier_t bar;
+    khl_pool_t *p = pt_pool(0);
+    lifetime_t l;
+    pthread_t t[3];
+    khl_pool_stats_t s;
+    int i;
+    pthread_barrier_init(&bar, NULL, 4);
+    l.bar = &bar;
+    l.pool = &p;
+    for (i = 0; i < 3; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, outlive_pool, &l), 0);
+    pthread_barrier_wait(&bar);
+    khl_pool_destroy(p);
+    p = pt_pool(0);
+    pthread_barrier_wait(&bar);
+    for (i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    s = pt_stats(p);
+    cr_assert_eq(s.allocs, 300, "only the new pool's calls count");
+    cr_assert_eq(s.frees, 300);
+    cr_assert_eq(s.in_use_bytes, 0);
+    khl_pool_trim(p);
+    cr_assert_eq(pt_stats(p).system_bytes, 0);
+    khl_pool_destroy(p);
+    pthread_barrier_destroy(&bar);
+}
+
+static void *several_pools(void *arg)
+{
+    khl_pool_t **pools = arg;
+    void *b[3][300];
+    int i, k;
+    for (i = 0; i < 300; i++)
+        for (k = 0; k < 3; k++)
+            b[k][i] = pt_make(pools[k], 24 + (size_t)(i * k), (uint64_t)(i * 3 + k));
+    for (i = 0; i < 300; i++)
+        for (k = 0; k < 3; k++)
+            pt_check_free(pools[k], b[k][i], (i + k) & 1);
+    return NULL;
+}
+
+Test(pool_threads, several_pools_in_several_threads)
+{
+    khl_pool_t *pools[3];
+    pthread_t t[NTHREADS];
+    int i, k;
+    for (k = 0; k < 3; k++)
+        pools[k] = pt_pool(0);
+    for (i = 0; i < NTHREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, several_pools, pools), 0);
+    for (i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    for (k = 0; k < 3; k++) {
+        khl_pool_stats_t s = pt_stats(pools[k]);
+        cr_assert_eq(s.allocs, 300 * NTHREADS);
+        cr_assert_eq(s.frees, 300 * NTHREADS);
+        cr_assert_eq(s.in_use_bytes, 0);
+        khl_pool_destroy(pools[k]);
+    }
+}
+
+/* A thread that exits with live blocks: they stay valid for other threads. */
+static void *alloc_and_exit(void *arg)
+{
+    khl_pool_t *p = ((void **)arg)[0];
+    void **out = arg;
+    int i;
+    for (i = 1; i <= 50; i++)
+        out[i] = pt_make(p, 100, (uint64_t)i);
+    return NULL;
+}
+
+Test(pool_threads, blocks_outlive_their_thread)
+{
+    khl_pool_t *p = pt_pool(0);
+    void *slots[51];
+    pthread_t t;
+    int i;
+    slots[0] = p;
+    cr_assert_eq(pthread_create(&t, NULL, alloc_and_exit, slots), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(pt_stats(p).in_use_bytes, 50 * khl_pool_block_size(p, slots[1]));
+    for (i = 1; i <= 50; i++)
+        pt_check_free(p, slots[i], i & 1);
+    cr_assert_eq(pt_stats(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+/* One thread only allocates, another only frees: the freeing thread's
+ * flushed batches must reach the allocating thread, not pile up. */
+typedef struct pc {
+    khl_pool_t *pool;
+    queue_t q;
+    int total;
+} pc_t;
+
+static void *producer(void *arg)
+{
+    pc_t *pc = arg;
+    int i;
+    for (i = 0; i < pc->total; i++) {
+        void *b = pt_make(pc->pool, 100, (uint64_t)i);
+        while (!q_push(&pc->q, b))
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    pc_t *pc = arg;
+    int done = 0;
+    while (done < pc->total) {
+        void *b = q_pop(&pc->q);
+        if (!b) {
+            sched_yield();
+            continue;
+        }
+        pt_check_free(pc->pool, b, done & 1);
+        done++;
+    }
+    return NULL;
+}
+
+Test(pool_threads, producer_consumer_reuses_memory)
+{
+    static pc_t pc;
+    pthread_t a, b;
+    khl_pool_stats_t s;
+    memset(&pc, 0, sizeof pc);
+    pthread_mutex_init(&pc.q.m, NULL);
+    pc.pool = pt_pool(0);
+    pc.total = 200000;   /* 22 MB if nothing were reused */
+    cr_assert_eq(pthread_create(&a, NULL, producer, &pc), 0);
+    cr_assert_eq(pthread_create(&b, NULL, consumer, &pc), 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    s = pt_stats(pc.pool);
+    cr_assert_eq(s.in_use_bytes, 0);
+    cr_assert_eq(s.allocs, 200000);
+    cr_assert_lt(s.system_bytes, (size_t)4 << 20, "%zu bytes taken: freed blocks were not reused",
+                 s.system_bytes);
+    khl_pool_destroy(pc.pool);
+    pthread_mutex_destroy(&pc.q.m);
+}
