@@ -2,6 +2,7 @@
 #   make            build/libkhashlite.a
 #   make test       the test suite (C and C++), prints Criterion's summary
 #   make install    PREFIX=/usr/local DESTDIR= : headers, library, khashlite.pc
+#   make bench      the benchmarks (bench/bench.mk), report in bench/results/latest/
 # Missing Debian packages are installed when run as root, otherwise make
 # stops with the apt-get command to run (mk/deps.sh).
 
@@ -32,7 +33,16 @@ TEST_BIN   = $(BUILD)/tests/khl-tests
 DEPS_LIB   = libxxhash-dev
 DEPS_TEST  = libcriterion-dev libxxhash-dev libhts-dev libmruby-dev pkg-config
 
-.PHONY: all lib test check-headers examples install uninstall clean deps-lib deps-test
+# Each example directory may bring a fragment that builds its programs and
+# adds them to EXAMPLE_BINS, which the test suite runs.  Included before the
+# rules below, whose prerequisite lists read EXAMPLE_BINS.
+.DEFAULT_GOAL := all
+EXAMPLE_BINS =
+include $(wildcard examples/*/*.mk)
+include bench/bench.mk
+
+.PHONY: all lib test check check-asan check-valgrind check-tsan check-headers fuzz examples \
+        install uninstall clean deps-lib deps-test deps-check
 all: lib
 lib: $(LIB)
 
@@ -51,7 +61,9 @@ $(LIB): $(LIB_OBJ)
 
 # --- tests -----------------------------------------------------------------
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) tests/support.h | deps-test
+EXAMPLE_HEADERS = $(wildcard examples/*/*.h)
+
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h | deps-test
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -Itests -c $< -o $@
 
@@ -76,7 +88,7 @@ $(TEST_BIN): $(TEST_OBJ) $(SPLIT_LIB) $(LIB)
 $(BUILD)/tests/seed-probe: tests/helpers/seed_probe.c $(LIB)
 	$(CC) $(KHL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB)
 
-test: $(TEST_BIN) $(BUILD)/tests/seed-probe
+test: $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS)
 	$(TEST_BIN) $(TEST_ARGS)
 
 # Every public header, with every table type instantiated and unused, must
@@ -86,11 +98,61 @@ check-headers: | deps-lib
 	$(CC) $(KHL_CFLAGS) -Werror -c tests/headers/all_unused.c -o $(BUILD)/headers/c.o
 	$(CXX) $(KHL_CXXFLAGS) -Werror -x c++ -c tests/headers/all_unused.c -o $(BUILD)/headers/cxx.o
 
-examples: $(BUILD)/examples/wordcount
+examples: $(BUILD)/examples/wordcount $(EXAMPLE_BINS)
 
 $(BUILD)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB)
+
+
+# --- hardening (make check, make fuzz) --------------------------------------
+
+DEPS_CHECK = clang libclang-rt-14-dev valgrind
+SAN_FLAGS  = -O1 -g -fno-omit-frame-pointer
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
+
+deps-check:
+	@sh mk/deps.sh $(DEPS_CHECK)
+
+# The suite under ASan+UBSan, under valgrind memcheck, and the pool's thread
+# tests under ThreadSanitizer, each in its own build directory.
+check: check-asan check-valgrind check-tsan
+
+check-asan: | deps-check
+	$(MAKE) test BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	    CXXFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
+	    LDFLAGS="-fsanitize=address,undefined"
+
+check-valgrind: $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS) | deps-check
+	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --trace-children=yes --trace-children-skip='*/sh,*/bash' $(TEST_BIN) --jobs 1
+
+# Criterion's runner cannot start under TSan (its shared arena collides with
+# TSan's shadow memory), so the pool's thread stress runs as its own program.
+$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS) | deps-check
+	@mkdir -p $(@D)
+	clang -std=c11 $(SAN_FLAGS) -fsanitize=thread -I. -o $@ $< $(LIB_SRC) -pthread
+
+check-tsan: $(BUILD)/tsan/pool_stress
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/pool_stress
+
+# libFuzzer targets under ASan+UBSan, each run FUZZ_SECONDS from its corpus.
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS) | deps-check
+	@mkdir -p $(@D)
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
+	    -o $@ $< $(LIB_SRC) -pthread
+
+fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/fuzz/corpus-$$t && \
+	    echo "fuzz: $$t for $(FUZZ_SECONDS) s" && \
+	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus-$$t fuzz/corpus/$$t \
+	        > $(BUILD)/fuzz/$$t.log 2>&1; rc=$$?; \
+	    tail -12 $(BUILD)/fuzz/$$t.log; \
+	    [ $$rc = 0 ] || { echo "fuzz: $$t failed, see $(BUILD)/fuzz/$$t.log"; exit 1; }; \
+	done
 
 # --- install ---------------------------------------------------------------
 

@@ -1,0 +1,71 @@
+# bench/bench.mk: benchmark binaries, one per program and malloc, and the
+# `make bench` / `make bench-full` / `make bench-smoke` drivers.  Included by
+# the top-level Makefile.
+#
+# A program P is built from bench/P.c plus the optional extra sources named
+# in P_EXTRA (C or C++), linked once per malloc in BENCH_MALLOCS:
+#   build/bench/khl-bench-P-glibc, -tcmalloc, -jemalloc, -mimalloc
+
+BENCH_MALLOCS  = glibc tcmalloc jemalloc mimalloc
+MALLOC_LIBS_glibc    =
+MALLOC_LIBS_tcmalloc = -ltcmalloc_minimal
+MALLOC_LIBS_jemalloc = -ljemalloc
+MALLOC_LIBS_mimalloc = -lmimalloc
+
+BENCH_PROGS   ?= $(patsubst bench/prog_%.c,%,$(wildcard bench/prog_*.c))
+BENCH_CFLAGS   = -std=gnu11 -O2 -g -Wall -Wextra -I. -Ibench
+BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -I. -Ibench
+BENCH_LIBS     = -lm -pthread
+BENCH_COMMON   = $(BUILD)/bench/obj/bench.o $(BUILD)/bench/obj/alloc.o
+BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
+                 libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost-dev \
+                 gnuplot-nox libxxhash-dev pkg-config
+
+# Per-program extra sources and libraries (each program's author owns its lines).
+# They must be set before the link rules below are generated.
+seeds_EXTRA = bench/seeds_boost.cpp
+seeds_LIBS  =
+large_EXTRA = bench/peer_absl.cpp bench/peer_mruby.c bench/large_lf77.c
+large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
+$(BUILD)/bench/obj/large_lf77.o: bench/prog_large.c
+churn_EXTRA =
+churn_LIBS  =
+
+.PHONY: bench bench-full bench-smoke bench-build deps-bench
+
+deps-bench:
+	@sh mk/deps.sh $(BENCH_DEPS)
+
+$(BUILD)/bench/obj/%.o: bench/%.c bench/*.h $(HEADERS) | deps-bench
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -c $< -o $@
+
+$(BUILD)/bench/obj/%.o: bench/%.cpp bench/*.h $(HEADERS) | deps-bench
+	@mkdir -p $(@D)
+	$(CXX) $(BENCH_CXXFLAGS) -c $< -o $@
+
+# The only object that differs between a program's binaries: its malloc's name.
+$(BUILD)/bench/obj/malloc-%.o: bench/malloc_name.c | deps-bench
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_MALLOC_NAME='"$*"' -c $< -o $@
+
+# One link rule per (program, malloc).
+define BENCH_LINK
+$(BUILD)/bench/khl-bench-$(1)-$(2): $(BUILD)/bench/obj/prog_$(1).o $$(patsubst bench/%,$(BUILD)/bench/obj/%.o,$$(basename $$($(1)_EXTRA))) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-$(2).o $(LIB)
+	$$(CXX) -o $$@ $$^ $$($(1)_LIBS) $(BENCH_LIBS) $(MALLOC_LIBS_$(2))
+BENCH_BINS += $(BUILD)/bench/khl-bench-$(1)-$(2)
+endef
+$(foreach p,$(BENCH_PROGS),$(foreach m,$(BENCH_MALLOCS),$(eval $(call BENCH_LINK,$(p),$(m)))))
+
+$(BUILD)/bench/khl-bench-report: bench/report.c | deps-bench
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm
+
+bench-build: $(BENCH_BINS) $(BUILD)/bench/khl-bench-report
+
+bench: bench-build
+	BUILD=$(BUILD) bash bench/run.sh standard
+bench-full: bench-build
+	BUILD=$(BUILD) bash bench/run.sh full
+bench-smoke: bench-build
+	BUILD=$(BUILD) bash bench/run.sh smoke

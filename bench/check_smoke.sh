@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# bench/check_smoke.sh DIR: checks that a `make bench-smoke` run produced
+# complete outputs, so the benchmarks cannot rot unnoticed in CI: every
+# program ran on every allocator, each expected workload has rows, the report
+# has its sections and the plots exist.
+set -euo pipefail
+dir=${1:?usage: check_smoke.sh DIR}
+csv=$dir/results.csv
+fail() { echo "bench smoke: $*" >&2; exit 1; }
+
+[ -s "$csv" ] || fail "no $csv"
+head -1 "$csv" | grep -qx 'workload,table,layout,allocator,n,metric,value,repetitions,min,median,max' \
+    || fail "bad CSV header"
+awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$csv" || fail "a CSV row has the wrong column count"
+for a in glibc tcmalloc jemalloc mimalloc khl_pool; do
+    grep -q ",$a," "$csv" || fail "no rows for allocator $a"
+done
+for w in churn_int churn_int_reserve churn_str churn_str_reserve many large \
+         seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks; do
+    grep -q "^$w," "$csv" || fail "no rows for workload $w"
+done
+for s in '## Headline' '## Targets' '## Many live tables' '## One large table' '## The seeds' '## Machine and build'; do
+    grep -qF "$s" "$dir/REPORT.md" || fail "REPORT.md lacks '$s'"
+done
+for p in churn_ns churn_ratio churn_bytes latency; do
+    grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
+done
+echo "bench smoke: $(($(wc -l < "$csv") - 1)) rows, report and plots complete"

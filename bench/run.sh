@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/run.sh MODE: runs every benchmark binary (one per program and malloc,
+# plus the glibc ones on khl_pool), collects one results.csv, writes the
+# machine details, then REPORT.md and the plots (bench/report.c, gnuplot).
+#   standard  `make bench`: about five minutes on 2 cores
+#   full      `make bench-full`: big sizes, more repetitions
+#   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-standard}
+BUILD=${BUILD:-build}
+case "$mode" in
+    standard) flags=(--reps=5 --warmup=1) ;;
+    full)     flags=(--full --reps=9 --warmup=2) ;;
+    smoke)    flags=(--quick --reps=1 --warmup=0) ;;
+    *) echo "usage: $0 standard|full|smoke" >&2; exit 2 ;;
+esac
+
+out=bench/results/latest
+[ "$mode" = smoke ] && out=$BUILD/bench/smoke
+rm -rf "$out"
+mkdir -p "$out/traces"
+csv=$out/results.csv
+echo "workload,table,layout,allocator,n,metric,value,repetitions,min,median,max" > "$csv"
+
+mallocs=(glibc tcmalloc jemalloc mimalloc)
+progs=()
+for b in "$BUILD"/bench/khl-bench-*-glibc; do
+    p=${b##*/khl-bench-}; progs+=("${p%-glibc}")
+done
+
+# Every (program, allocator) pair, glibc on the pool too.
+jobs=()
+for p in "${progs[@]}"; do
+    for m in "${mallocs[@]}"; do jobs+=("$p $m libc"); done
+    jobs+=("$p glibc pool")
+done
+
+start=$(date +%s)
+i=0
+for j in "${jobs[@]}"; do
+    read -r p m a <<<"$j"
+    i=$((i + 1))
+    echo "[bench] $i/${#jobs[@]} $p on $m (--alloc=$a), $(( $(date +%s) - start )) s" >&2
+    "$BUILD/bench/khl-bench-$p-$m" "${flags[@]}" --alloc="$a" --trace-dir="$out/traces" >> "$csv"
+done
+# Real interpreters (mruby, Lua) running scripts on each allocator.
+if [ -f bench/interp.sh ]; then
+    BUILD=$BUILD bash bench/interp.sh "$mode" "$csv"
+fi
+echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
+
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "mode: $mode"
+    echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores)"
+    echo "kernel: $(uname -sr)"
+    echo "compiler: $(${CC:-cc} --version | head -1)"
+    echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks)"
+    echo "glibc: $(ldd --version | head -1)"
+    for pkg in libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev libmruby-dev \
+               libabsl-dev uthash-dev libboost-dev libxxhash-dev; do
+        echo "$pkg: $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo missing)"
+    done
+} > "$out/machine.txt"
+
+"$BUILD/bench/khl-bench-report" "$out"
+echo "[bench] report: $out/REPORT.md" >&2
