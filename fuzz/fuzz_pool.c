@@ -1,0 +1,179 @@
+/* fuzz_pool.c: libFuzzer target for khl_pool.  The input is a program of
+ * alloc / calloc / free (sized and unsized) / realloc (sized and unsized) /
+ * reserve / trim over up to 64 live blocks, on a pool whose backing
+ * allocator fails when the input's trailing bytes say so.  Every block is
+ * filled with a pattern derived from its slot and checked before it is freed
+ * or resized, so any overlap or corruption aborts.  First byte: options
+ * (checked mode, thread-safe mode, small max_small and chunk_bytes). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khashlite/khl_pool.h"
+
+#define SLOTS 64
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_pool: %s failed at line %d\n", #c, __LINE__); abort(); } } while (0)
+
+typedef struct input {
+    const uint8_t *p;
+    size_t front, back;
+} input_t;
+
+static int next(input_t *in)
+{
+    return in->front < in->back ? in->p[in->front++] : -1;
+}
+
+typedef struct backing {
+    khl_allocator_t a;
+    input_t *in;
+    size_t live;
+} backing_t;
+
+static void *backing_fn(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    backing_t *b = ud;
+    if (nsize == 0) {
+        if (ptr)
+            b->live -= osize;
+        free(ptr);
+        return NULL;
+    }
+    if (b->in->back > b->in->front && b->in->p[--b->in->back] < 32)
+        return NULL;
+    void *q = realloc(ptr, nsize);
+    if (q)
+        b->live += nsize - (ptr ? osize : 0);
+    return q;
+}
+
+typedef struct block { unsigned char *p; size_t n; } block_t;
+
+static unsigned char pattern(size_t slot, size_t i)
+{
+    return (unsigned char)(slot * 31 + i * 7 + 1);
+}
+
+static void fill(block_t *b, size_t slot)
+{
+    for (size_t i = 0; i < b->n; ++i)
+        b->p[i] = pattern(slot, i);
+}
+
+static void verify(const block_t *b, size_t slot, size_t upto)
+{
+    for (size_t i = 0; i < upto && i < b->n; ++i)
+        CHECK(b->p[i] == pattern(slot, i));
+}
+
+/* Sizes spread over tiny, class-boundary and large requests. */
+static size_t size_of(int a, int b)
+{
+    size_t s = (size_t)(a < 0 ? 1 : a) | ((size_t)(b < 0 ? 0 : b) << 8);
+    switch (s % 4) {
+    case 0: return s % 64 + 1;
+    case 1: return s % 1024 + 1;
+    case 2: return s % 16384 + 1;
+    default: return s % 200000 + 1;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    input_t in = {data + 1, 0, size - 1};
+    backing_t bk = {{backing_fn, NULL}, &in, 0};
+    bk.a.ud = &bk;
+    khl_pool_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.backing = &bk.a;
+    opt.checked = data[0] & 1;
+    opt.thread_safe = (data[0] >> 1) & 1;
+    if (data[0] & 4) {
+        opt.max_small = 512;
+        opt.chunk_bytes = 16384;
+    }
+    khl_pool_t *p = khl_pool_new(&opt);
+    if (!p)
+        return 0;
+    block_t blocks[SLOTS];
+    memset(blocks, 0, sizeof blocks);
+    int op;
+    while ((op = next(&in)) >= 0) {
+        size_t slot = (size_t)(op >> 3) % SLOTS;
+        block_t *b = &blocks[slot];
+        switch (op & 7) {
+        case 0: case 1:
+            if (!b->p) {
+                size_t n = size_of(next(&in), next(&in));
+                b->p = (op & 7) ? khl_pool_calloc(p, 1, n) : khl_pool_alloc(p, n);
+                if (b->p) {
+                    b->n = n;
+                    CHECK(khl_pool_owns(p, b->p));
+                    CHECK(khl_pool_block_size(p, b->p) >= n);
+                    if (op & 7)
+                        for (size_t i = 0; i < n; ++i)
+                            CHECK(b->p[i] == 0);
+                    fill(b, slot);
+                }
+            }
+            break;
+        case 2: case 3:
+            if (b->p) {
+                verify(b, slot, b->n);
+                if (op & 1)
+                    khl_pool_free_unsized(p, b->p);
+                else
+                    khl_pool_free(p, b->p, b->n);
+                b->p = NULL;
+            }
+            break;
+        case 4: case 5: {
+            size_t n = size_of(next(&in), next(&in));
+            unsigned char *q = (op & 1) ? khl_pool_realloc_unsized(p, b->p, n)
+                                        : khl_pool_realloc(p, b->p, b->p ? b->n : 0, n);
+            if (q) {
+                size_t keep = b->p ? (b->n < n ? b->n : n) : 0;
+                b->p = q;
+                verify(b, slot, keep);
+                b->n = n;
+                fill(b, slot);
+            } else if (b->p) {
+                verify(b, slot, b->n);         /* failure leaves the block untouched */
+            }
+            break;
+        }
+        case 6: {
+            khl_pool_stats_t before, after;
+            khl_pool_stats(p, &before);
+            if (khl_pool_reserve(p, size_of(next(&in), 0), (size_t)(op >> 3)) < 0) {
+                khl_pool_stats(p, &after);
+                CHECK(after.system_bytes == before.system_bytes);
+            }
+            break;
+        }
+        default:
+            khl_pool_trim(p);
+        }
+    }
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    size_t live = 0;
+    for (size_t i = 0; i < SLOTS; ++i)
+        if (blocks[i].p) {
+            verify(&blocks[i], i, blocks[i].n);
+            live++;
+        }
+    CHECK(s.allocs - s.frees == live);
+    for (size_t i = 0; i < SLOTS; ++i)
+        if (blocks[i].p)
+            khl_pool_free(p, blocks[i].p, blocks[i].n);
+    khl_pool_stats(p, &s);
+    CHECK(s.in_use_bytes == 0);
+    khl_pool_destroy(p);
+    CHECK(bk.live == 0);
+    return 0;
+}

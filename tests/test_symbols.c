@@ -1,0 +1,37 @@
+/* test_symbols.c: libkhashlite.a exports only khl_-prefixed symbols, so it
+ * links into an interpreter that carries its own xxHash or khash without a
+ * clash.  Reads the archive beside the suite's build directory with nm. */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(symbols, library_exports_only_khl_names)
+{
+    char self[4096], cmd[4096 + 64], line[512];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(n, 0);
+    self[n] = 0;
+    /* build/tests/khl-tests -> build/libkhashlite.a */
+    for (int up = 0; up < 2; ++up) {
+        char *slash = strrchr(self, '/');
+        cr_assert_not_null(slash);
+        *slash = 0;
+    }
+    snprintf(cmd, sizeof cmd, "nm -g --defined-only '%s/libkhashlite.a'", self);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    int exported = 0;
+    while (fgets(line, sizeof line, p)) {
+        char addr[64], type[8], name[256];
+        if (sscanf(line, "%63s %7s %255s", addr, type, name) != 3)
+            continue;                      /* "file.o:" headers and blank lines */
+        exported++;
+        /* AddressSanitizer adds an __odr_asan.NAME twin of each global. */
+        const char *bare = strncmp(name, "__odr_asan.", 11) ? name : name + 11;
+        cr_expect(strncmp(bare, "khl_", 4) == 0, "exported symbol %s lacks the khl_ prefix", name);
+    }
+    cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+    cr_assert_gt(exported, 5, "nm listed %d symbols: the archive was not read", exported);
+}
