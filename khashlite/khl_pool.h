@@ -179,7 +179,10 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s);
 /* Lua-style hook, ud = the pool: (NULL, any, n) allocates, (ptr, osize, 0)
  * frees and returns NULL, otherwise khl_pool_realloc.  (NULL, any, 0) returns
  * NULL and counts nothing.  A shrink that must move to a smaller class can
- * fail (NULL) if that class needs a new chunk and none can be had. */
+ * fail (NULL) if that class needs a new chunk and none can be had: Lua 5.4.2
+ * and later raise a memory error then; Lua 5.1 to 5.4.1 assume a shrink never
+ * fails, so reserve the smaller classes (khl_pool_reserve) or use another
+ * allocator with those versions. */
 void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* {khl_pool_allocf, p}, for khl_init.  Tables keep a pointer to the
