@@ -1,9 +1,13 @@
-/* support.c: the counting, checking, failing test allocator. */
+/* support.c: the counting, checking, failing test allocator, and where the
+ * build directory is. */
+#define _POSIX_C_SOURCE 200809L
 #include "support.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void forget(test_alloc_t *t, void *p, size_t osize)
 {
@@ -77,4 +81,19 @@ void test_alloc_fini(test_alloc_t *t)
     cr_assert_eq(t->live_bytes, 0);
     free(t->live);
     t->live = NULL;
+}
+
+void test_build_path(char *buf, size_t size, const char *rel)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    cr_assert_gt(n, 0, "cannot read /proc/self/exe");
+    self[n] = 0;
+    for (int up = 0; up < 2; ++up) {        /* drop "/khl-tests", then "/tests" */
+        char *slash = strrchr(self, '/');
+        cr_assert_not_null(slash);
+        *slash = 0;
+    }
+    int len = snprintf(buf, size, "%s/%s", self, rel);
+    cr_assert(len > 0 && (size_t)len < size, "build path too long");
 }

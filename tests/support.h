@@ -26,6 +26,11 @@ void test_alloc_init(test_alloc_t *t);
 /* Asserts nothing is live, then releases the registry. */
 void test_alloc_fini(test_alloc_t *t);
 
+/* The path of `rel` inside the build directory the suite runs from: the
+ * suite is BUILD/tests/khl-tests, so "examples" is BUILD/examples.  Helper
+ * programs and the library are found this way whatever BUILD is. */
+void test_build_path(char *buf, size_t size, const char *rel);
+
 /* xorshift64*: reproducible sequences for randomised tests. */
 static inline uint64_t test_rand(uint64_t *s)
 {

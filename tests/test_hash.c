@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "khashlite/khashlite.h"
+#include "support.h"
 
 Test(hash, str_is_seeded_xxh3)
 {
@@ -31,14 +31,8 @@ Test(hash, str_is_seeded_xxh3)
 /* The default seed is drawn per process: run the seed probe program twice. */
 Test(hash, default_seed_differs_between_processes)
 {
-    char self[4096], cmd[4096 + 32];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(n, 0);
-    self[n] = 0;
-    char *slash = strrchr(self, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;
-    snprintf(cmd, sizeof cmd, "%s/seed-probe", self);
+    char cmd[4096];
+    test_build_path(cmd, sizeof cmd, "tests/seed-probe");
     unsigned long long v[2];
     for (int i = 0; i < 2; ++i) {
         FILE *p = popen(cmd, "r");

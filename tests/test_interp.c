@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support.h"
+
 /* Tiny sizes: each run is well under a second, even under a sanitizer. */
 #define TINY_SCALE "6"
 
@@ -22,23 +24,6 @@ typedef struct run_result {
     char err[4096];          /* stderr: the --stats line */
     int status;              /* exit status, -1 when it did not exit */
 } run_result_t;
-
-/* The directory of the examples: ../examples from the suite's binary. */
-static void examples_dir(char *dir, size_t size)
-{
-    char self[4096];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(n, 0);
-    self[n] = 0;
-    char *slash = strrchr(self, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;   /* .../tests */
-    slash = strrchr(self, '/');
-    cr_assert_not_null(slash);
-    *slash = 0;   /* the build directory */
-    int len = snprintf(dir, size, "%s/examples", self);
-    cr_assert(len > 0 && (size_t)len < size, "build directory path too long");
-}
 
 static void slurp(const char *path, char *buf, size_t size)
 {
@@ -55,7 +40,7 @@ static void slurp(const char *path, char *buf, size_t size)
 static void run(const char *bin, const char *alloc, const char *script, run_result_t *r)
 {
     char dir[4096 + 64], cmd[12288], outp[64], errp[64];
-    examples_dir(dir, sizeof dir);
+    test_build_path(dir, sizeof dir, "examples");
     snprintf(outp, sizeof outp, "/tmp/khl-interp-%ld.out", (long)getpid());
     snprintf(errp, sizeof errp, "/tmp/khl-interp-%ld.err", (long)getpid());
     cr_assert_eq(access(script, R_OK), 0, "%s not found: run the suite from the source tree", script);

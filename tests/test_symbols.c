@@ -5,21 +5,14 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "support.h"
 
 Test(symbols, library_exports_only_khl_names)
 {
-    char self[4096], cmd[4096 + 64], line[512];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    cr_assert_gt(n, 0);
-    self[n] = 0;
-    /* build/tests/khl-tests -> build/libkhashlite.a */
-    for (int up = 0; up < 2; ++up) {
-        char *slash = strrchr(self, '/');
-        cr_assert_not_null(slash);
-        *slash = 0;
-    }
-    snprintf(cmd, sizeof cmd, "nm -g --defined-only '%s/libkhashlite.a'", self);
+    char lib[4096], cmd[4096 + 64], line[512];
+    test_build_path(lib, sizeof lib, "libkhashlite.a");
+    snprintf(cmd, sizeof cmd, "nm -g --defined-only '%s'", lib);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     int exported = 0;
