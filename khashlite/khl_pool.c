@@ -346,6 +346,12 @@ static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
     if (p->flags & F_CHECKED)
         bits = (p->chunk_bytes - HDR) / size;
     off = (HDR + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
+    /* Slab colouring: without it the first block of every class sits at the
+     * same offset from a chunk_bytes boundary, so a table's old and new
+     * blocks (neighbouring classes) alias in the L1 cache and in the CPU's
+     * 4 KiB store/load disambiguation; a rebuild copying from one to the
+     * other then stalls (churn at 16 and 32 keys ran 1.5x slower). */
+    off += (size_t)c * 11u % 64u * 64u;
     k->cls = c;
     k->size = size;
     k->slots = k->bump = (char *)k + off;

@@ -22,7 +22,9 @@
  * class serves blocks from chunks of chunk_bytes bytes that hold only that
  * class; a chunk is aligned to its own size, so masking a block's address
  * finds the chunk header and with it the class: every free is O(1), sized
- * or not, and blocks carry no header.  A class allocates by popping its
+ * or not, and blocks carry no header.  Each class starts its blocks at its
+ * own offset ("colour", up to 4 KiB) after the header, so the first blocks of
+ * different classes do not compete for the same cache sets.  A class allocates by popping its
  * intrusive free list, else by bumping a pointer through the never-used part
  * of its current chunk, so taking a new chunk costs O(1), never a pass over
  * it.  Larger requests get a frame of their own, aligned the same way, whose
