@@ -15,7 +15,7 @@ awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$csv" || fail "a CSV 
 for a in glibc tcmalloc jemalloc mimalloc khl_pool; do
     grep -q ",$a," "$csv" || fail "no rows for allocator $a"
 done
-for w in churn_int churn_int_reserve churn_str churn_str_reserve many large \
+for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \
          seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done

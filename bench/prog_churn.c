@@ -6,6 +6,8 @@
  *
  * churn_int, churn_str (and *_reserve): create, put n distinct keys, get each,
  *   destroy; ns per lifecycle, allocator calls per lifecycle, bytes asked for.
+ * hook_pair: one allocate + free through the allocator hook, at the sizes
+ *   of these tables' blocks: the unit the layouts multiply.
  * many: a large number of live tables of n keys, random lookups across them,
  *   then destroy; ns per lookup, bytes per table as the allocator really
  *   spends them (RSS growth), page faults.  Each configuration runs in a
@@ -123,6 +125,41 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
             bench_value(o, workload, "khashlite", layouts[l], bench_allocator(o), n,
                         "bytes_asked_per_table", (double)c.peak_bytes);
         }
+    }
+    bench_alloc_close(&ba);
+}
+
+/* --- the price of one allocation -------------------------------------------- */
+
+/* ns per allocate + first write + free through the hook, at the block sizes
+ * of a uint32 -> uint32 table of 8, 16 and 32 buckets: what a layout pays per
+ * extra allocation, to read the churn ratios against. */
+static void hook_pair(const bench_opts_t *o)
+{
+    static const size_t sizes[] = {88, 160, 304};
+    bench_alloc_t ba;
+    if (bench_alloc_open(&ba, o) < 0) {
+        fprintf(stderr, "hook_pair: no pool\n");
+        exit(1);
+    }
+    long pairs = o->quick ? 100000 : 4000000;
+    for (int si = 0; si < 3; ++si) {
+        double t[64];
+        int reps = o->reps < 64 ? o->reps : 64;
+        for (int r = -o->warmup; r < reps; ++r) {
+            uint64_t t0 = bench_now_ns();
+            for (long i = 0; i < pairs; ++i) {
+                char *q = ba.a.fn(ba.a.ud, NULL, 0, sizes[si]);
+                if (!q)
+                    abort();
+                *(volatile char *)q = 1;
+                ba.a.fn(ba.a.ud, q, sizes[si], 0);
+            }
+            if (r >= 0)
+                t[r] = (double)(bench_now_ns() - t0) / (double)pairs;
+        }
+        bench_row(o, "hook_pair", "hook", "-", bench_allocator(o), (long)sizes[si], "ns_per_pair",
+                  bench_summarise(t, reps));
     }
     bench_alloc_close(&ba);
 }
@@ -266,6 +303,8 @@ int main(int argc, char **argv)
         bench_progress(runs[i].name, i + 1, 4);
         churn(&o, runs[i].name, runs[i].life, runs[i].reserve);
     }
+    if (bench_wanted(&o, "hook_pair"))
+        hook_pair(&o);
     if (bench_wanted(&o, "many"))
         many(&o);
     return 0;
