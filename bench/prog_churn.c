@@ -89,35 +89,50 @@ static long lifecycles_for(const bench_opts_t *o, int n)
     return budget / (n + 4);
 }
 
+/* Times L lifecycles of layout `life` on allocator a: ns per lifecycle. */
+static double time_lifecycles(life_fn life, const khl_allocator_t *a, long L, int n, int reserve)
+{
+    uint32_t keep = 0;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < L; ++i)
+        keep += life(a, n, reserve);
+    BENCH_KEEP(keep);
+    return (double)(bench_now_ns() - t0) / (double)L;
+}
+
+/* On the pool, the binary's malloc runs the single layout in the same
+ * repetitions too: the pool-vs-malloc ratio then comes from one process and
+ * one stretch of time, not from two runs minutes apart on a shared machine. */
 static void churn(const bench_opts_t *o, const char *workload, const life_fn life[3], int reserve)
 {
     bench_alloc_t ba;
+    int on_pool = strcmp(o->alloc, "pool") == 0;
     if (bench_alloc_open(&ba, o) < 0) {
         fprintf(stderr, "churn: no pool\n");
         exit(1);
     }
+    int reps = o->reps < 64 ? o->reps : 64;
     for (int si = 0; si < n_churn_sizes; ++si) {
         int n = churn_sizes[si];
         long L = lifecycles_for(o, n);
-        double t[3][64];
+        double t[3][64], libc_over_pool[64];
         /* Layouts interleaved within each repetition: drift hits all alike. */
-        for (int r = -o->warmup; r < o->reps; ++r) {
+        for (int r = -o->warmup; r < reps; ++r) {
             for (int l = 0; l < 3; ++l) {
-                uint32_t keep = 0;
-                uint64_t t0 = bench_now_ns();
-                for (long i = 0; i < L; ++i)
-                    keep += life[l](&ba.a, n, reserve);
-                uint64_t t1 = bench_now_ns();
-                BENCH_KEEP(keep);
-                if (r >= 0 && r < 64)
-                    t[l][r] = (double)(t1 - t0) / (double)L;
+                double ns = time_lifecycles(life[l], &ba.a, L, n, reserve);
+                if (r >= 0)
+                    t[l][r] = ns;
+            }
+            if (on_pool) {
+                double ns = time_lifecycles(life[0], &khl_libc_allocator, L, n, reserve);
+                if (r >= 0)
+                    libc_over_pool[r] = ns / t[0][r];
             }
         }
         for (int l = 0; l < 3; ++l) {
             bench_count_t c;
             bench_count_init(&c, &ba.a);
             BENCH_KEEP(life[l](&c.a, n, reserve));
-            int reps = o->reps < 64 ? o->reps : 64;
             bench_row(o, workload, "khashlite", layouts[l], bench_allocator(o), n, "ns_per_lifecycle",
                       bench_summarise(t[l], reps));
             bench_value(o, workload, "khashlite", layouts[l], bench_allocator(o), n,
@@ -125,6 +140,9 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
             bench_value(o, workload, "khashlite", layouts[l], bench_allocator(o), n,
                         "bytes_asked_per_table", (double)c.peak_bytes);
         }
+        if (on_pool)
+            bench_row(o, workload, "khashlite", "single", bench_allocator(o), n,
+                      "malloc_over_pool_same_process", bench_summarise(libc_over_pool, reps));
     }
     bench_alloc_close(&ba);
 }
