@@ -848,38 +848,24 @@ static inline void khl_erase_at(khl_hdr_t *b, unsigned char *ctrl, uint32_t k)
 #define khl_key(name, h, k)         (*khl_##name##__keyp(h, k))
 #define khl_val(name, h, k)         (*khl_##name##__valp(h, k))
 
-/* Iteration as in khash; `code` may delete the current key. */
-#define khl_foreach(name, h, kvar, vvar, code)                                      \
-    {                                                                               \
-        khl_iter_t khl_it_;                                                         \
-        for (khl_it_ = 0; khl_it_ < khl_end(name, h); ++khl_it_) {                  \
-            if (!khl_exist(name, h, khl_it_))                                       \
-                continue;                                                           \
-            (kvar) = khl_key(name, h, khl_it_);                                     \
-            (vvar) = khl_val(name, h, khl_it_);                                     \
-            code;                                                                   \
-        }                                                                           \
-    }
+/* Iteration as in khash; the code (which may contain commas) runs once per
+ * key and may delete the current key. */
+#define khl_foreach(name, h, kvar, vvar, ...)                                       \
+    KHL_I_FOREACH(name, h, (kvar) = khl_key(name, h, khl_it_);                      \
+                  (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
+#define khl_foreach_key(name, h, kvar, ...)                                         \
+    KHL_I_FOREACH(name, h, (kvar) = khl_key(name, h, khl_it_); __VA_ARGS__;)
+#define khl_foreach_value(name, h, vvar, ...)                                       \
+    KHL_I_FOREACH(name, h, (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
 
-#define khl_foreach_key(name, h, kvar, code)                                        \
+/* The walk the three share: the body runs for each occupied bucket khl_it_. */
+#define KHL_I_FOREACH(name, h, ...)                                                 \
     {                                                                               \
         khl_iter_t khl_it_;                                                         \
         for (khl_it_ = 0; khl_it_ < khl_end(name, h); ++khl_it_) {                  \
             if (!khl_exist(name, h, khl_it_))                                       \
                 continue;                                                           \
-            (kvar) = khl_key(name, h, khl_it_);                                     \
-            code;                                                                   \
-        }                                                                           \
-    }
-
-#define khl_foreach_value(name, h, vvar, code)                                      \
-    {                                                                               \
-        khl_iter_t khl_it_;                                                         \
-        for (khl_it_ = 0; khl_it_ < khl_end(name, h); ++khl_it_) {                  \
-            if (!khl_exist(name, h, khl_it_))                                       \
-                continue;                                                           \
-            (vvar) = khl_val(name, h, khl_it_);                                     \
-            code;                                                                   \
+            __VA_ARGS__                                                             \
         }                                                                           \
     }
 

@@ -403,7 +403,7 @@ Test(table, foreach_macros)
     }
     uint32_t k;
     uint64_t v, sum_k = 0, sum_v = 0, sum_v2 = 0, sum_k2 = 0;
-    khl_foreach(m32, &h, k, v, { sum_k += k; sum_v += v; });
+    khl_foreach(m32, &h, k, v, { uint64_t a = k, b = v; sum_k += a; sum_v += b; });
     khl_foreach_key(m32, &h, k, sum_k2 += k);
     khl_foreach_value(m32, &h, v, sum_v2 += v);
     cr_assert_eq(sum_k, want_k);
