@@ -16,7 +16,7 @@ uint64_t bench_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void usage(const char *prog, const char *what, const char *extra)
+static void usage(const char *prog, const char *what, const char *extra, int takes_sizes)
 {
     printf("usage: %s [flags]\n%s\n\n"
            "  --reps=N        measured repetitions, median reported (default 5)\n"
@@ -27,14 +27,15 @@ static void usage(const char *prog, const char *what, const char *extra)
            "  --only=NAME     only workloads whose name contains NAME\n"
            "  --out=FILE      append CSV rows to FILE instead of stdout\n"
            "  --trace-dir=DIR per-call traces, for programs that record them\n"
-           "  --sizes=A,B,..  the sizes to run instead of the program's defaults\n"
-           "%s%s",
-           prog, what, BENCH_MALLOC, extra ? extra : "", extra ? "\n" : "");
+           "%s%s%s",
+           prog, what, BENCH_MALLOC,
+           takes_sizes ? "  --sizes=A,B,..  the sizes to run instead of the program's defaults\n" : "",
+           extra ? extra : "", extra ? "\n" : "");
 }
 
-int bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const char *extra)
+void bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const char *extra,
+                 int takes_sizes)
 {
-    int kept = 1;
     memset(o, 0, sizeof *o);
     o->reps = 5;
     o->warmup = 1;
@@ -44,7 +45,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const 
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(argv[0], what, extra);
+            usage(argv[0], what, extra, takes_sizes);
             exit(0);
         } else if (!strncmp(a, "--reps=", 7)) {
             o->reps = atoi(a + 7);
@@ -62,7 +63,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const 
             }
         } else if (!strncmp(a, "--only=", 7)) {
             o->only = a + 7;
-        } else if (!strncmp(a, "--sizes=", 8)) {
+        } else if (!strncmp(a, "--sizes=", 8) && takes_sizes) {
             char *end;
             const char *p = a + 8;
             o->n_sizes = 0;
@@ -84,14 +85,14 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const 
                 exit(2);
             }
         } else {
-            argv[kept++] = argv[i];
+            fprintf(stderr, "%s: unknown flag %s (see --help)\n", argv[0], a);
+            exit(2);
         }
     }
     if (o->reps < 1 || o->warmup < 0) {
         fprintf(stderr, "%s: --reps must be >= 1 and --warmup >= 0\n", argv[0]);
         exit(2);
     }
-    return kept;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -39,11 +39,12 @@ typedef struct bench_stat {
     int n;
 } bench_stat_t;
 
-/* Parses the common flags; prints usage and exits on --help or a bad flag.
- * `extra` (may be NULL) describes a binary's own flags for --help; a flag
- * it does not know is left for the binary in argv (returns the new argc),
- * and the binary rejects what it does not know either. */
-int bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const char *extra);
+/* Parses the flags every program shares; prints usage and exits on --help,
+ * and exits with status 2 on a flag it does not know, or on --sizes when
+ * the program has no sizes to set (takes_sizes 0).  `extra` (may be NULL)
+ * describes the program's own sizes and tables for --help. */
+void bench_parse(int argc, char **argv, bench_opts_t *o, const char *what, const char *extra,
+                 int takes_sizes);
 
 uint64_t bench_now_ns(void);
 bench_stat_t bench_summarise(double *v, int n);   /* sorts v */

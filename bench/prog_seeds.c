@@ -903,23 +903,15 @@ static int run_latency(const bench_opts_t *o, const char *trace_dir)
 int main(int argc, char **argv)
 {
     bench_opts_t o;
-    argc = bench_parse(argc, argv, &o,
-                       "The seed posts' allocator experiments: seed_fastmm, seed_hhs, "
-                       "seed_lighttpd, seed_latency, seed_locks.",
-                       "  --trace-dir=DIR seed_latency writes DIR/latency_<allocator>_<size>.dat\n"
-                       "                  (columns: index ns) for each contender and size");
+    bench_parse(argc, argv, &o,
+                "The seed posts' allocator experiments: seed_fastmm, seed_hhs, "
+                "seed_lighttpd, seed_latency, seed_locks.",
+                "  seed_latency with --trace-dir=DIR writes DIR/latency_<allocator>_<size>.dat\n"
+                "  (columns: index ns) for each contender and size", 0);
     if (!strcmp(o.alloc, "pool")) {        /* every contender, pools included, is already a row */
         fprintf(stderr, "%s: the pool contenders run in the glibc binary's default run; "
                         "nothing to do for --alloc=pool\n", argv[0]);
         return 0;
-    }
-    if (o.n_sizes) {                       /* sizes here follow the seed posts or --quick/--full */
-        fprintf(stderr, "%s: --sizes is not used by this program (see --help)\n", argv[0]);
-        return 2;
-    }
-    if (argc > 1) {
-        fprintf(stderr, "%s: unknown flag %s (see --help)\n", argv[0], argv[1]);
-        return 2;
     }
     const char *trace_dir = o.trace_dir;
     static const struct {
