@@ -126,6 +126,7 @@ check-asan: | deps-check
 
 check-valgrind: $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS) | deps-check
 	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    --show-leak-kinds=definite,indirect --suppressions=tests/valgrind.supp \
 	    --trace-children=yes --trace-children-skip='*/sh,*/bash' $(TEST_BIN) --jobs 1
 
 # Criterion's runner cannot start under TSan (its shared arena collides with
