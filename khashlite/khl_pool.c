@@ -38,7 +38,9 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #if defined(__GNUC__) || defined(__clang__)
 #define TLS_MODEL __attribute__((tls_model("initial-exec")))
 #define NOINLINE __attribute__((noinline))
+#define PREFETCH_W(a) __builtin_prefetch((a), 1)
 #else
+#define PREFETCH_W(a) ((void)(a))
 #define TLS_MODEL
 #define NOINLINE
 #endif
@@ -60,14 +62,28 @@ typedef struct chunk {
 
 #define HDR (((sizeof(chunk_t)) + GRAIN - 1) & ~(GRAIN - 1))
 
-/* The fields the fast path touches come first and share one cache line. */
+/* The fields the fast path touches come first and share one cache line.
+ *
+ * A class's free blocks are kept in bundles: a free block used as an array
+ * of pointers to other free blocks of the class, its first word linking to
+ * the next bundle.  Only the current bundle (entries base..lim, filled up to
+ * top) may be partly filled; the others are full.  Allocation takes the
+ * entry below top, and when the bundle is empty the bundle block itself;
+ * free stores the block above top, and when the bundle is full makes the
+ * block a new bundle.  So neither touches the block it hands out or takes
+ * back (a list threaded through the blocks writes into each freed block and
+ * reads each one it allocates: a cache miss each when they are cold), and
+ * allocation knows the next block in advance and prefetches it for the
+ * caller's first write.  Bundles live in free blocks: they cost no memory. */
 typedef struct cls {
-    _Alignas(64) void *free;      /* intrusive list through freed blocks */
+    _Alignas(64) void **top;      /* next unused entry of the current bundle */
+    void **base;                  /* its first entry; NULL: no free block */
+    void **lim;                   /* one past its last entry */
     char *bump, *end;             /* never-used slots of `cur` */
     size_t size;
-    /* Blocks that left and came back to this class.  They are the only
-     * counters the fast path updates; the free-list length and the reserve
-     * left follow from them (cls_nfree, cls_reserved). */
+    /* Blocks that left and came back to this class: the number of free
+     * blocks and the reserve left follow from them (cls_nfree,
+     * cls_reserved). */
     uint64_t allocs, frees;
     uint64_t reserve_until;       /* reserve holds until allocs reaches this */
     size_t carved;                /* slots ever bumped, in chunks other than cur */
@@ -78,6 +94,7 @@ typedef struct cls {
     chunk_t *chunks;
     size_t batch;                 /* thread caches move this many at a time */
     size_t refills;
+    size_t bundle_cap;            /* entries per bundle: one block's words but the link */
 } cls_t;
 
 typedef struct tentry tentry_t;
@@ -404,6 +421,67 @@ static void cls_set_cur(cls_t *c, chunk_t *k)
     c->end = k ? k->slots + k->cap * k->size : NULL;
 }
 
+/* The bundles (see cls_t). */
+static inline void **bundle_of(const cls_t *c)
+{
+    return c->base - 1;
+}
+
+static inline void bundle_enter(cls_t *c, void **bundle, size_t used)
+{
+    c->base = bundle + 1;
+    c->top = c->base + used;
+    c->lim = c->base + c->bundle_cap;
+}
+
+static inline void cls_push(cls_t *c, void *b)
+{
+    if (KHL_LIKELY(c->top != c->lim)) {
+        *c->top++ = b;
+    } else {
+        *(void **)b = c->base ? (void *)bundle_of(c) : NULL;
+        bundle_enter(c, (void **)b, 0);
+    }
+}
+
+/* Called when the current bundle has no entry left: the bundle block itself,
+ * NULL when there is no free block. */
+static void *cls_pop_bundle(cls_t *c)
+{
+    void **bundle, **next;
+    if (!c->base)
+        return NULL;
+    bundle = bundle_of(c);
+    next = (void **)bundle[0];
+    if (next)
+        bundle_enter(c, next, c->bundle_cap);
+    else
+        c->top = c->base = c->lim = NULL;
+    return bundle;
+}
+
+static inline void *cls_pop_free(cls_t *c)
+{
+    return c->top != c->base ? *--c->top : cls_pop_bundle(c);
+}
+
+/* Calls fn on every free block held by the bundles from `bundle` on, the
+ * first filled up to top.  fn may push onto c: a block is read before fn
+ * sees it, and a bundle after its entries. */
+static void bundles_each(khl_pool_t *p, cls_t *c, void **bundle, void **top,
+                         void (*fn)(khl_pool_t *, cls_t *, void *))
+{
+    void **e, **next;
+    while (bundle) {
+        next = (void **)bundle[0];
+        for (e = bundle + 1; e < top; e++)
+            fn(p, c, *e);
+        fn(p, c, bundle);
+        bundle = next;
+        top = next ? next + 1 + c->bundle_cap : NULL;
+    }
+}
+
 /* Batches that thread caches flushed: a chain of blocks whose first block
  * also links to the next chain (second word: every class has two). */
 static inline void *batch_next(void *chain)
@@ -413,17 +491,15 @@ static inline void *batch_next(void *chain)
 
 static void *take_chain(khl_pool_t *p, unsigned ci, void **own);
 
-/* Moves one flushed batch onto the free list; 0 when there is none. */
+/* Moves one flushed batch among the free blocks; 0 when there is none. */
+static size_t splice_chain(cls_t *c, void *head);
+
 static int cls_unbatch(khl_pool_t *p, unsigned ci)
 {
-    cls_t *c = &p->cls[ci];
-    void *chain = take_chain(p, ci, NULL), **tail;
+    void *chain = take_chain(p, ci, NULL);
     if (!chain)
         return 0;
-    for (tail = (void **)chain; *tail; tail = (void **)*tail)
-        ;
-    *tail = c->free;
-    c->free = chain;
+    splice_chain(&p->cls[ci], chain);
     return 1;
 }
 
@@ -445,16 +521,14 @@ static int cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
     return 0;
 }
 
-/* A block of class ci: free list, a flushed batch, bump, a reserved chunk,
+/* A block of class ci: a free block, a flushed batch, bump, a reserved chunk,
  * or (if `sys`) one new chunk from the system.  NULL when none has one. */
 static void *cls_pop(khl_pool_t *p, unsigned ci, int sys)
 {
     cls_t *c = &p->cls[ci];
-    void *b = c->free;
-    if (b || (cls_unbatch(p, ci) && (b = c->free) != NULL)) {
-        c->free = *(void **)b;
+    void *b = cls_pop_free(c);
+    if (b || (cls_unbatch(p, ci) && (b = cls_pop_free(c)) != NULL))
         return b;
-    }
     if (cls_fill_bump(p, ci, sys) < 0)
         return NULL;
     b = c->bump;
@@ -462,11 +536,6 @@ static void *cls_pop(khl_pool_t *p, unsigned ci, int sys)
     return b;
 }
 
-static inline void cls_push(cls_t *c, void *b)
-{
-    *(void **)b = c->free;
-    c->free = b;
-}
 
 static void *large_alloc(khl_pool_t *p, size_t n)
 {
@@ -530,7 +599,7 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         c->fresh_slots += added->cap;
         added = k;
     }
-    /* Free-list blocks were used, so their pages are in; the rest of the
+    /* Free blocks were used, so their pages are in; the rest of the
      * reserve comes first from the current chunk's never-used slots. */
     in_bump = need > nfree ? need - nfree : 0;
     if (in_bump > bump_left(c))
@@ -541,7 +610,7 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
     return 0;
 }
 
-/* A chunk is wholly free when its free-list blocks and never-used slots
+/* A chunk is wholly free when its free blocks and never-used slots
  * make up all its slots. */
 static size_t never_used(const cls_t *c, const chunk_t *k)
 {
@@ -549,18 +618,31 @@ static size_t never_used(const cls_t *c, const chunk_t *k)
     return k->cap - (size_t)(bump - k->slots) / k->size;
 }
 
+static void count_free(khl_pool_t *p, cls_t *c, void *b)
+{
+    (void)c;
+    chunk_of(p, b)->scratch++;
+}
+
+static void keep_unless_doomed(khl_pool_t *p, cls_t *c, void *b)
+{
+    if (chunk_of(p, b)->scratch != SIZE_MAX)
+        cls_push(c, b);
+}
+
 static void core_trim_class(khl_pool_t *p, unsigned ci)
 {
     cls_t *c = &p->cls[ci];
     chunk_t *k, *next, **fp;
-    void **link;
+    void **bundle, **top;
     size_t ready = cls_ready(c), held = cls_reserved(c), doomed = 0;
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)
         k->scratch = 0;
-    for (link = (void **)c->free; link; link = (void **)*link)
-        chunk_of(p, link)->scratch++;
+    bundle = c->base ? bundle_of(c) : NULL;
+    top = c->top;
+    bundles_each(p, c, bundle, top, count_free);
     for (k = c->chunks; k; k = k->next) {
         if (k->scratch + never_used(c, k) != k->cap || ready - k->cap < held)
             continue;
@@ -580,13 +662,9 @@ static void core_trim_class(khl_pool_t *p, unsigned ci)
             fp = &(*fp)->fresh_next;
         }
     }
-    for (link = &c->free; *link;) {
-        if (chunk_of(p, *link)->scratch == SIZE_MAX) {
-            *link = *(void **)*link;
-        } else {
-            link = (void **)*link;
-        }
-    }
+    /* Rebuilt from the blocks of the chunks that stay. */
+    c->top = c->base = c->lim = NULL;
+    bundles_each(p, c, bundle, top, keep_unless_doomed);
     if (c->cur && c->cur->scratch == SIZE_MAX) {
         c->cur = NULL;
         c->bump = c->end = NULL;
@@ -850,18 +928,15 @@ static void *take_chain(khl_pool_t *p, unsigned ci, void **own)
     return chain;
 }
 
-/* Gives a chain back to the class's free list; returns its length. */
+/* Gives a chain (linked through first words) back to the class's free
+ * blocks; returns its length. */
 static size_t splice_chain(cls_t *c, void *head)
 {
     size_t n = 0;
-    void **tail = NULL, *b;
-    for (b = head; b; b = *(void **)b) {
-        tail = (void **)b;
-        n++;
-    }
-    if (tail) {
-        *tail = c->free;
-        c->free = head;
+    void *b, *next;
+    for (b = head; b; b = next, n++) {
+        next = *(void **)b;   /* before cls_push may make b a bundle */
+        cls_push(c, b);
     }
     return n;
 }
@@ -1054,14 +1129,12 @@ static NOINLINE void *ts_refill(khl_pool_t *p, tcls_t *t, unsigned ci)
     } else if ((b = take_chain(p, ci, &t->stash)) != NULL) {
         t->alloc = *(void **)b;
         n = c->batch;
-    } else if (c->free) {
-        void **last;
-        b = c->free;
-        for (last = (void **)b, n = 1; *last && n < c->batch; last = (void **)*last)
-            n++;
-        c->free = *last;
-        *last = NULL;
-        t->alloc = *(void **)b;
+    } else if ((b = cls_pop_free(c)) != NULL) {
+        void *x;
+        for (n = 1; n < c->batch && (x = cls_pop_free(c)) != NULL; n++) {
+            *(void **)x = t->alloc;
+            t->alloc = x;
+        }
     } else if (cls_fill_bump(p, ci, 1) == 0) {
         n = bump_left(c) < c->batch ? bump_left(c) : c->batch;
         b = c->bump;
@@ -1239,6 +1312,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
         c->batch = c->size >= 16384 ? 2 : 32768 / c->size;
         if (c->batch > 128)
             c->batch = 128;
+        c->bundle_cap = c->size / sizeof(void *) - 1;
     }
     if (p->flags & F_THREADS) {
         if (lock_init(&p->lock) != 0) {
@@ -1292,18 +1366,38 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
     locked_free(p, ptr, n, "khl_pool_free");
 }
 
+/* The class's current bundle is empty: its bundle block, or bump when
+ * there is no free block, else the locked path. */
+static NOINLINE void *alloc_next_bundle(khl_pool_t *p, cls_t *c, size_t n)
+{
+    void *b = cls_pop_bundle(c);
+    if (!b) {
+        if (c->bump == c->end)
+            return locked_alloc(p, n);
+        b = c->bump;
+        c->bump += c->size;
+    }
+    c->allocs++;
+    note_alloc(p, c->size);
+    return b;
+}
+
 void *khl_pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->fast_max)) {
         cls_t *c = &p->cls[class_of(n)];
-        void *b = c->free;
-        if (KHL_LIKELY(b != NULL)) {
-            c->free = *(void **)b;
-        } else if (KHL_LIKELY(c->bump != c->end)) {
+        void **top = c->top, *b;
+        if (KHL_LIKELY(top != c->base)) {
+            b = *--top;
+            c->top = top;
+            /* The caller's first write to the next block will not miss. */
+            if (KHL_LIKELY(top != c->base))
+                PREFETCH_W(top[-1]);
+        } else if (KHL_LIKELY(!c->base && c->bump != c->end)) {
             b = c->bump;
             c->bump += c->size;
         } else {
-            return locked_alloc(p, n);
+            return alloc_next_bundle(p, c, n);
         }
         c->allocs++;
         note_alloc(p, c->size);

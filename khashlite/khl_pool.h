@@ -24,19 +24,24 @@
  * finds the chunk header and with it the class: every free is O(1), sized
  * or not, and blocks carry no header.  Each class starts its blocks at its
  * own offset ("colour", up to 4 KiB) after the header, so the first blocks of
- * different classes do not compete for the same cache sets.  A class allocates by popping its
- * intrusive free list, else by bumping a pointer through the never-used part
- * of its current chunk, so taking a new chunk costs O(1), never a pass over
- * it.  Larger requests get a frame of their own, aligned the same way, whose
- * header records the size: unsized free, realloc, block_size and owns work
- * on them too.
+ * different classes do not compete for the same cache sets.  A class keeps
+ * its free blocks in bundles: a free block serves as an array of pointers to
+ * other free blocks of the class (its first word links the next bundle), so
+ * free and allocate move a pointer within the current bundle and touch
+ * neither the block they take back nor the one they hand out; allocation
+ * prefetches the block it will hand out next.  With no free block a class
+ * bumps a pointer through the never-used part of its current chunk, so
+ * taking a new chunk costs O(1), never a pass over it.  Larger requests get
+ * a frame of their own, aligned the same way, whose header records the
+ * size: unsized free, realloc, block_size and owns work on them too.
  *
  *     chunk (chunk_bytes, aligned to chunk_bytes)        large block frame
  *     +--------+------+------+------+-----------+        +--------+-------------+
  *     | header | blk  | blk  | blk  | never used|        | header | user bytes  |
  *     +--------+------+------+------+-----------+        +--------+-------------+
  *      ^ ptr & ~(chunk_bytes-1)     ^ bump                ^ ptr & ~(chunk_bytes-1)
- *      class c: free list -> blk -> blk -> NULL (links stored in freed blocks)
+ *      class c: top -> [link|blk*|blk*|blk*|  ] --link--> [link|blk*|...|blk*]
+ *                   current bundle (a free block)         full bundles
  *
  * With thread_safe = 1 every thread keeps, per pool it uses and per class, a
  * cache: a list to allocate from, a list of blocks it freed, and a run of
@@ -116,8 +121,8 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt);
 void khl_pool_destroy(khl_pool_t *p);
 
 /* Allocates n bytes aligned to max_align_t.  NULL for n == 0 and on failure
- * (the pool is then unchanged).  O(1): a small request pops a free list or
- * bumps a pointer, at worst takes one chunk from the system; a large one is
+ * (the pool is then unchanged).  O(1): a small request takes a free block
+ * or bumps a pointer, at worst takes one chunk from the system; a large one is
  * one system request. */
 void *khl_pool_alloc(khl_pool_t *p, size_t n);
 

@@ -620,6 +620,111 @@ Test(pool_trim, returns_wholly_free_chunks_only)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Free blocks are kept in bundles (free blocks holding pointers to others):  */
+/* every freed block must come back exactly once, across bundle boundaries,  */
+/* and a trim must drop exactly the blocks of the chunks it releases.         */
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+Test(pool_bundles, freed_blocks_come_back_exactly_once)
+{
+    enum { K = 700 };
+    /* 16 B holds one pointer per bundle, 16 KiB two thousand: both extremes */
+    static const size_t sizes[] = {16, 48, 100, 1000, 16384};
+    static void *got[K], *back[K];
+    size_t si, i;
+    rng_state = 0x9e3779b97f4a7c15u;
+    for (si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        khl_pool_t *p = pool_with(16384, 0, 0, 0, NULL);
+        khl_pool_stats_t before, after;
+        for (i = 0; i < K; i++)
+            got[i] = khl_pool_alloc(p, n);
+        for (i = K - 1; i > 0; i--) {   /* free in a shuffled order */
+            size_t j = (size_t)(rng() % (i + 1));
+            void *t = got[i];
+            got[i] = got[j];
+            got[j] = t;
+        }
+        for (i = 0; i < K; i++) {
+            if (i % 3)
+                khl_pool_free(p, got[i], n);
+            else
+                khl_pool_free_unsized(p, got[i]);
+        }
+        before = stats_of(p);
+        cr_assert_eq(before.in_use_bytes, 0);
+        for (i = 0; i < K; i++) {
+            back[i] = khl_pool_alloc(p, n);
+            cr_assert_not_null(back[i]);
+            fill(back[i], n, i);   /* a block still listed in a bundle would be overwritten */
+        }
+        after = stats_of(p);
+        cr_assert_eq(after.system_bytes, before.system_bytes, "size %zu: reuse took no new memory", n);
+        for (i = 0; i < K; i++)
+            cr_assert(check(back[i], n, i), "size %zu: block %zu handed out twice", n, i);
+        qsort(got, K, sizeof *got, cmp_ptr);
+        qsort(back, K, sizeof *back, cmp_ptr);
+        for (i = 0; i < K; i++)
+            cr_assert_eq(back[i], got[i], "size %zu: the blocks freed are the blocks reused", n);
+        cr_assert_eq(after.allocs, 2 * K);
+        cr_assert_eq(after.frees, K);
+        khl_pool_destroy(p);
+    }
+}
+
+Test(pool_bundles, trim_keeps_no_block_of_a_released_chunk)
+{
+    enum { N = 6000 };
+    static void *b[N];
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 16 * 1024, 0, 0, &a);
+    size_t i, kept = 0, reused = 0, system;
+    for (i = 0; i < N; i++)
+        b[i] = khl_pool_alloc(p, 100);
+    /* Free in an order that mixes blocks of every chunk in each bundle, and
+     * keep one block live in every fourth group of 300 (~2 chunks). */
+    for (i = 0; i < N; i++) {
+        size_t k = (i * 7919) % N;
+        if ((k / 300) % 4 == 0 && k % 300 == 0) {
+            kept++;
+            continue;
+        }
+        khl_pool_free(p, b[k], 100);
+        b[k] = NULL;
+    }
+    khl_pool_trim(p);
+    system = stats_of(p).system_bytes;
+    cr_assert_gt(system, 0);
+    /* Every block handed out before the pool needs a new chunk must be one of
+     * the surviving chunks' (the others' memory is back with `backing`). */
+    for (;;) {
+        void *q = khl_pool_alloc(p, 100);
+        cr_assert_not_null(q);
+        if (stats_of(p).system_bytes != system) {
+            khl_pool_free(p, q, 100);
+            break;
+        }
+        cr_assert(khl_pool_owns(p, q));
+        for (i = 0; i < N; i++)
+            cr_assert_neq(q, b[i], "a live block was handed out again");
+        fill(q, 100, reused);
+        reused++;
+        cr_assert_lt(reused, (size_t)N, "more free blocks than the pool ever had");
+    }
+    cr_assert_gt(reused, 0);
+    cr_assert_eq(stats_of(p).in_use_bytes, (kept + reused) * khl_pool_block_size(p, b[0]));
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
 /* destroy, failures                                                         */
 
 Test(pool_destroy, returns_every_byte_to_backing)
