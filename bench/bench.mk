@@ -57,6 +57,26 @@ BENCH_BINS += $(BUILD)/bench/khl-bench-$(1)-$(2)
 endef
 $(foreach p,$(BENCH_PROGS),$(foreach m,$(BENCH_MALLOCS),$(eval $(call BENCH_LINK,$(p),$(m)))))
 
+# seed_fastmm (bench/fastmm.c): one binary on glibc that loads the other
+# mallocs itself, so every contender runs in one process.  The library's
+# sources are compiled into it with -flto, so the pool's fast paths can
+# inline into the loop (its khl_pool_inline rows), as in a program linking
+# libkhashlite statically with LTO.
+FASTMM_BIN = $(BUILD)/bench/khl-bench-fastmm
+FASTMM_OBJ = $(LIB_SRC:khashlite/%.c=$(BUILD)/bench/obj/lto/%.o) $(BUILD)/bench/obj/lto/fastmm.o
+
+$(BUILD)/bench/obj/lto/%.o: khashlite/%.c $(HEADERS) | deps-bench
+	@mkdir -p $(@D)
+	$(CC) $(KHL_CFLAGS) -flto -c $< -o $@
+
+$(BUILD)/bench/obj/lto/fastmm.o: bench/fastmm.c bench/*.h $(HEADERS) | deps-bench
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) -flto -c $< -o $@
+
+$(FASTMM_BIN): $(FASTMM_OBJ) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o
+	$(CC) -O2 -flto -o $@ $^ $(BENCH_LIBS) -ldl
+BENCH_BINS += $(FASTMM_BIN)
+
 $(BUILD)/bench/khl-bench-report: bench/report.c | deps-bench
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm

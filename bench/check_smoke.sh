@@ -12,7 +12,7 @@ fail() { echo "bench smoke: $*" >&2; exit 1; }
 head -1 "$csv" | grep -qx 'workload,table,layout,allocator,n,metric,value,repetitions,min,median,max' \
     || fail "bad CSV header"
 awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$csv" || fail "a CSV row has the wrong column count"
-for a in glibc tcmalloc jemalloc mimalloc khl_pool; do
+for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline floor; do
     grep -q ",$a," "$csv" || fail "no rows for allocator $a"
 done
 for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \

@@ -2,9 +2,8 @@
  * (/work/shared/seeds), rerun on this machine with the binary's malloc and
  * with khl_pool, so their conclusions can be checked rather than quoted.
  *
- *   seed_fastmm    003 (Chinese, FastMM vs VC2008 malloc): 1000 rounds of
- *                  10,000 x 100-byte allocations, one byte written in each,
- *                  then all freed in order; seconds for the whole loop.
+ *   (seed_fastmm, the loop of 003, is bench/fastmm.c: every allocator in one
+ *   process.)
  *   seed_hhs       000 (French, hhs_calloc): 1024 x 1024-byte pool; N blocks
  *                  calloc'ed then freed, 10 times, N = 50..10000; once in
  *                  range, once with 2048-byte requests mixed in 1:1.
@@ -13,8 +12,9 @@
  *   seed_latency   001 (Japanese, Boost.Pool latency): 100,000 single
  *                  allocations of 4/10/50/100 B, each one timed; tail
  *                  percentiles and the growth spikes that repeat by index.
- *   seed_locks     003 again: what a lock costs the pool (thread_safe = 1,
- *                  a mutex around a single-threaded pool, 2 threads).
+ *   seed_locks     003 (Chinese, FastMM vs VC2008 malloc): what a lock
+ *                  costs the pool on the post's loop (thread_safe = 1, a
+ *                  mutex around a single-threaded pool, 2 threads).
  *
  * Rows from the binary's own malloc come from every binary; pool rows
  * (khl_pool*, the hhs-style slot pool, Boost) only from the glibc binary so
@@ -26,6 +26,7 @@
  * timings for plotting. */
 #define _GNU_SOURCE
 #include "bench.h"
+#include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"
 
 #include <errno.h>
@@ -113,9 +114,7 @@ static int measure(const bench_opts_t *o, measure_fn fn, void *arg, bench_stat_t
     return 0;
 }
 
-/* --- seed_fastmm and seed_locks: the FastMM loop ---------------------------- */
-
-enum { FASTMM_N = 10000, FASTMM_SIZE = 100 };
+/* --- seed_locks: the FastMM loop with locks ------------------------------ */
 
 static void *libc_alloc(void *c, size_t n)
 {
@@ -139,66 +138,10 @@ static void pool_free(void *c, void *ptr, size_t n)
     khl_pool_free(c, ptr, n);
 }
 
-static void pool_free_unsized(void *c, void *ptr, size_t n)
-{
-    (void)n;
-    khl_pool_free_unsized(c, ptr);
-}
-
-/* The post's "critical section" case: a single-threaded pool made safe by
- * taking a lock around every call. */
-typedef struct locked_pool {
-    pthread_mutex_t mu;
-    khl_pool_t *pool;
-} locked_pool_t;
-
-static void *mutex_alloc(void *c, size_t n)
-{
-    locked_pool_t *lp = c;
-    pthread_mutex_lock(&lp->mu);
-    void *ptr = khl_pool_alloc(lp->pool, n);
-    pthread_mutex_unlock(&lp->mu);
-    return ptr;
-}
-
-static void mutex_free(void *c, void *ptr, size_t n)
-{
-    locked_pool_t *lp = c;
-    pthread_mutex_lock(&lp->mu);
-    khl_pool_free(lp->pool, ptr, n);
-    pthread_mutex_unlock(&lp->mu);
-}
-
-/* One loop body per contender, generated so each call is direct (and can be
- * inlined) as in the post's code: an indirect call per allocation would
- * weigh on the ~10 ns a pool allocation costs.  The byte is written through
- * volatile so the compiler cannot drop the store before the free. */
-#define DEFINE_FASTMM(NAME, ALLOC, FREE)                                 \
-    static int NAME(void *ctx, void **ptr, int rounds)                   \
-    {                                                                    \
-        for (int r = 0; r < rounds; ++r) {                               \
-            for (int i = 0; i < FASTMM_N; ++i) {                         \
-                void *q = ALLOC(ctx, FASTMM_SIZE);                       \
-                if (!q) {                                                \
-                    for (int j = 0; j < i; ++j)                          \
-                        FREE(ctx, ptr[j], FASTMM_SIZE);                  \
-                    return -1;                                           \
-                }                                                        \
-                *(volatile char *)q = (char)i;                           \
-                ptr[i] = q;                                              \
-            }                                                            \
-            for (int i = 0; i < FASTMM_N; ++i)                           \
-                FREE(ctx, ptr[i], FASTMM_SIZE);                          \
-        }                                                                \
-        return 0;                                                        \
-    }
-
-DEFINE_FASTMM(fastmm_libc, libc_alloc, libc_free)
-DEFINE_FASTMM(fastmm_pool, pool_alloc, pool_free)
-DEFINE_FASTMM(fastmm_pool_unsized, pool_alloc, pool_free_unsized)
-DEFINE_FASTMM(fastmm_mutex, mutex_alloc, mutex_free)
-
-typedef int (*fastmm_fn)(void *ctx, void **ptr, int rounds);
+/* One byte written in each block, as seed_fastmm's "+write" layout. */
+DEFINE_FASTMM(fastmm_libc, libc_alloc, libc_free, 1)
+DEFINE_FASTMM(fastmm_pool, pool_alloc, pool_free, 1)
+DEFINE_FASTMM(fastmm_mutex, locked_pool_alloc, locked_pool_free, 1)
 
 /* One thread's share of a run: its own pointer array, a shared context. */
 typedef struct fastmm_job {
@@ -254,7 +197,7 @@ static double fastmm_once(void *argp)
 }
 
 /* The contexts a FastMM contender runs on. */
-enum fm_kind { FM_LIBC, FM_POOL, FM_POOL_UNSIZED, FM_POOL_TS, FM_MUTEX };
+enum fm_kind { FM_LIBC, FM_POOL, FM_POOL_TS, FM_MUTEX };
 
 typedef struct fm_contender {
     const char *allocator;
@@ -270,8 +213,7 @@ typedef struct fm_ctx {
 static int fm_open(fm_ctx_t *c, enum fm_kind kind, fastmm_fn *run, void **ctx)
 {
     memset(c, 0, sizeof *c);
-    static const fastmm_fn runs[] = {fastmm_libc, fastmm_pool, fastmm_pool_unsized, fastmm_pool,
-                                     fastmm_mutex};
+    static const fastmm_fn runs[] = {fastmm_libc, fastmm_pool, fastmm_pool, fastmm_mutex};
     *run = runs[kind];
     *ctx = NULL;
     if (kind == FM_LIBC)
@@ -321,37 +263,13 @@ static int fastmm_contender(const bench_opts_t *o, const char *workload, const c
     return rc;
 }
 
-static int fastmm_rounds(const bench_opts_t *o)
-{
-    return o->quick ? 20 : 1000;
-}
-
-static int run_fastmm(const bench_opts_t *o)
-{
-    const fm_contender_t cs[] = {
-        {BENCH_MALLOC, FM_LIBC},
-        {"khl_pool", FM_POOL},
-        {"khl_pool_unsized", FM_POOL_UNSIZED},
-        {"khl_pool_ts", FM_POOL_TS},
-        {"khl_pool_mutex", FM_MUTEX},
-    };
-    int total = pool_rows() ? 5 : 1, rounds = fastmm_rounds(o);
-    for (int i = 0; i < total; ++i) {
-        bench_progress("seed_fastmm", i, total);
-        /* n = rounds, so a --quick row is never mistaken for a full one. */
-        if (fastmm_contender(o, "seed_fastmm", "10000x100B", &cs[i], rounds, 1, rounds) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* seed_locks: n = threads.  The 2-thread rows run the whole loop in each
  * thread on one shared allocator, so ideal scaling keeps the time flat.
  * A 2-thread row comes first on purpose: once a process has started a
  * thread, glibc stops eliding the atomics of pthread_mutex_lock and of its
  * own malloc (it checks "single-threaded" per process), so the 1-thread rows
- * here show what a lock costs in a threaded program.  seed_fastmm runs before
- * any thread exists, so its khl_pool_mutex row shows the elided lock. */
+ * here show what a lock costs in a threaded program.  seed_fastmm (fastmm.c)
+ * never starts a thread, so its khl_pool_mutex row shows the elided lock. */
 static int run_locks(const bench_opts_t *o)
 {
     const struct {
@@ -369,7 +287,7 @@ static int run_locks(const bench_opts_t *o)
      * run halves the rounds to stay in its time budget; the layout column
      * names the rounds since n holds the thread count. */
     int total = (int)(sizeof cs / sizeof cs[0]);
-    int rounds = o->quick ? fastmm_rounds(o) : o->full ? 1000 : 500;
+    int rounds = o->quick ? 20 : o->full ? 1000 : 500;
     char layout[32];
     snprintf(layout, sizeof layout, "10000x100Bx%d", rounds);
     for (int i = 0; i < total; ++i) {
@@ -904,8 +822,8 @@ int main(int argc, char **argv)
 {
     bench_opts_t o;
     bench_parse(argc, argv, &o,
-                "The seed posts' allocator experiments: seed_fastmm, seed_hhs, "
-                "seed_lighttpd, seed_latency, seed_locks.",
+                "The seed posts' allocator experiments: seed_hhs, seed_lighttpd, "
+                "seed_latency, seed_locks (seed_fastmm: khl-bench-fastmm).",
                 "  seed_latency with --trace-dir=DIR writes DIR/latency_<allocator>_<size>.dat\n"
                 "  (columns: index ns) for each contender and size", 0);
     if (!strcmp(o.alloc, "pool")) {        /* every contender, pools included, is already a row */
@@ -918,7 +836,6 @@ int main(int argc, char **argv)
         const char *name;
         int (*run)(const bench_opts_t *);
     } ws[] = {
-        {"seed_fastmm", run_fastmm},
         {"seed_hhs", run_hhs},
         {"seed_lighttpd", run_lighttpd},
         {"seed_latency", NULL},

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh MODE: runs every benchmark binary (one per program and malloc,
-# plus the glibc ones on khl_pool), collects one results.csv, writes the
-# machine details, then REPORT.md and the plots (bench/report.c, gnuplot).
+# plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
+# results.csv, writes the machine details, then REPORT.md and the plots
+# (bench/report.c, gnuplot).
 #   standard  `make bench`: about five minutes on 2 cores
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
@@ -44,6 +45,9 @@ for j in "${jobs[@]}"; do
     echo "[bench] $i/${#jobs[@]} $p on $m (--alloc=$a), $(( $(date +%s) - start )) s" >&2
     "$BUILD/bench/khl-bench-$p-$m" "${flags[@]}" --alloc="$a" --trace-dir="$out/traces" >> "$csv"
 done
+# seed_fastmm: one binary that loads every malloc itself (bench/fastmm.c).
+echo "[bench] seed_fastmm, every allocator in one process, $(( $(date +%s) - start )) s" >&2
+"$BUILD/bench/khl-bench-fastmm" "${flags[@]}" >> "$csv"
 # Real interpreters (mruby, Lua) running scripts on each allocator.
 if [ -f bench/interp.sh ]; then
     BUILD=$BUILD bash bench/interp.sh "$mode" "$csv"
@@ -56,7 +60,7 @@ echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
     echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores)"
     echo "kernel: $(uname -sr)"
     echo "compiler: $(${CC:-cc} --version | head -1)"
-    echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks)"
+    echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks), -flto (khl-bench-fastmm)"
     echo "glibc: $(ldd --version | head -1)"
     for pkg in libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev libmruby-dev \
                libabsl-dev uthash-dev libboost-dev libxxhash-dev; do

@@ -1,0 +1,393 @@
+/* fastmm.c: seed_fastmm, the loop of seed post 003 (1000 rounds of 10,000 x
+ * 100-byte allocations, then all freed in order), with every allocator in
+ * one process and the contenders interleaved repetition by repetition, so
+ * their ratios are measured side by side on a shared, noisy machine.
+ *
+ * Contenders:
+ *   glibc, tcmalloc, jemalloc, mimalloc  malloc and free of the process
+ *       (glibc) or of each Debian shared library, dlopen'ed with RTLD_LOCAL
+ *       so each keeps its own heap; all called through pointers, as a
+ *       shared library's functions are.
+ *   khl_pool          khl_pool_alloc / khl_pool_free called through pointers:
+ *       what a program that links libkhashlite.a without LTO, or reaches the
+ *       pool through its hook, pays.
+ *   khl_pool_inline   the same calls with the pool's fast paths inlined
+ *       into the loop, as the post's FixedAlloc was into its own: this
+ *       binary is linked with -flto against the library's sources (bench.mk)
+ *       and the loop is flattened.  What a program gets when it compiles the
+ *       pool in with LTO and its hot loop inlines the calls.
+ *   khl_pool_unsized, khl_pool_ts, khl_pool_mutex  unsized free, a
+ *       thread-safe pool, and the post's "critical section": a
+ *       single-threaded pool behind a mutex (no thread is ever started here,
+ *       so glibc elides the lock's atomics, as it does for any
+ *       single-threaded program).
+ *   floor             no allocator: blocks handed out in turn from one array
+ *       of 10,000 x 112 B (the size class every contender rounds 100 B up to),
+ *       free does nothing.  What the loop costs with nothing to allocate, its
+ *       memory traffic included.
+ *
+ * Layouts: "10000x100B" is the loop as published (the blocks are never
+ * touched); "10000x100B+write" writes one byte in each block, as a program
+ * would.  Rows per contender and layout (n = rounds): seconds (median, min,
+ * max over the repetitions), and ratio_to_khl_pool and
+ * ratio_to_khl_pool_inline: its time over that pool's in the same
+ * repetition (median, min, max). */
+#define _GNU_SOURCE
+#include "bench.h"
+#include "fastmm_loop.h"
+#include "khashlite/khl_pool.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FLOOR_STRIDE 112
+
+/* --- the contenders' calls --------------------------------------------------- */
+
+typedef struct libc_like {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+} libc_like_t;
+
+static inline void *libc_like_alloc(void *c, size_t n)
+{
+    return ((libc_like_t *)c)->malloc(n);
+}
+
+static inline void libc_like_free(void *c, void *ptr, size_t n)
+{
+    (void)n;
+    ((libc_like_t *)c)->free(ptr);
+}
+
+typedef struct pool_called {
+    khl_pool_t *pool;
+    void *(*alloc)(khl_pool_t *, size_t);
+    void (*free)(khl_pool_t *, void *, size_t);
+    void (*free_unsized)(khl_pool_t *, void *);
+} pool_called_t;
+
+static inline void *pool_called_alloc(void *c, size_t n)
+{
+    pool_called_t *pc = c;
+    return pc->alloc(pc->pool, n);
+}
+
+static inline void pool_called_free(void *c, void *ptr, size_t n)
+{
+    pool_called_t *pc = c;
+    pc->free(pc->pool, ptr, n);
+}
+
+static inline void pool_called_free_unsized(void *c, void *ptr, size_t n)
+{
+    pool_called_t *pc = c;
+    (void)n;
+    pc->free_unsized(pc->pool, ptr);
+}
+
+static inline void *pool_direct_alloc(void *c, size_t n)
+{
+    return khl_pool_alloc(c, n);
+}
+
+static inline void pool_direct_free(void *c, void *ptr, size_t n)
+{
+    khl_pool_free(c, ptr, n);
+}
+
+/* Read through volatile, so that link-time optimisation cannot turn the
+ * calls made through them back into direct (inlinable) calls. */
+static void *(*volatile opaque_alloc)(khl_pool_t *, size_t) = khl_pool_alloc;
+static void (*volatile opaque_free)(khl_pool_t *, void *, size_t) = khl_pool_free;
+static void (*volatile opaque_free_unsized)(khl_pool_t *, void *) = khl_pool_free_unsized;
+static void *(*volatile opaque_malloc)(size_t) = malloc;
+static void (*volatile opaque_libc_free)(void *) = free;
+
+typedef struct floor_arena {
+    char *base, *next, *end;
+} floor_arena_t;
+
+static inline void *floor_alloc(void *c, size_t n)
+{
+    floor_arena_t *f = c;
+    char *b = f->next;
+    (void)n;
+    f->next = b + FLOOR_STRIDE == f->end ? f->base : b + FLOOR_STRIDE;
+    return b;
+}
+
+static inline void floor_free(void *c, void *ptr, size_t n)
+{
+    (void)c, (void)ptr, (void)n;
+}
+
+#define FASTMM_BOTH(NAME, ALLOC, FREE)               \
+    DEFINE_FASTMM(NAME##_published, ALLOC, FREE, 0) \
+    DEFINE_FASTMM(NAME##_write, ALLOC, FREE, 1)
+
+FASTMM_BOTH(fm_libc_like, libc_like_alloc, libc_like_free)
+FASTMM_BOTH(fm_pool_called, pool_called_alloc, pool_called_free)
+FASTMM_BOTH(fm_pool_direct, pool_direct_alloc, pool_direct_free)
+FASTMM_BOTH(fm_pool_unsized, pool_called_alloc, pool_called_free_unsized)
+FASTMM_BOTH(fm_mutex, locked_pool_alloc, locked_pool_free)
+FASTMM_BOTH(fm_floor, floor_alloc, floor_free)
+
+/* The pool's fast paths inlined into the loop, as the post's FixedAlloc was
+ * into its own.  The library's code is here through -flto; flatten makes
+ * the compiler inline what it can see (the pool's slow paths stay out of
+ * line: they are noinline), where its size heuristics would not. */
+__attribute__((flatten)) static int fm_pool_inline_published(void *ctx, void **ptr, int rounds)
+{
+    return fm_pool_direct_published(ctx, ptr, rounds);
+}
+
+__attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, int rounds)
+{
+    return fm_pool_direct_write(ctx, ptr, rounds);
+}
+
+/* --- contenders ------------------------------------------------------------- */
+
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 10 };
+static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
+
+typedef struct contender {
+    const char *name;
+    fastmm_fn run[N_LAYOUTS];
+    void *ctx;
+    khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
+} contender_t;
+
+enum pool_kind { POOL_CALLED, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+
+typedef struct contenders {
+    contender_t c[MAX_CONTENDERS];
+    int n;
+    libc_like_t libc[4];
+    pool_called_t called[POOL_KINDS];
+    locked_pool_t locked;
+    floor_arena_t floor;
+} contenders_t;
+
+static void add(contenders_t *cs, const char *name, fastmm_fn published, fastmm_fn write, void *ctx,
+                khl_pool_t *pool)
+{
+    cs->c[cs->n++] = (contender_t){name, {published, write}, ctx, pool};
+}
+
+/* A malloc from a Debian shared library, loaded beside glibc's.  If it
+ * cannot be loaded its rows are missing from the report, nothing else. */
+static void add_dl(contenders_t *cs, int i, const char *name, const char *soname)
+{
+    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    libc_like_t *l = &cs->libc[i];
+    if (!h) {
+        fprintf(stderr, "fastmm: no %s row: %s\n", name, dlerror());
+        return;
+    }
+    /* The library stays loaded until exit: its caches may hold its heap. */
+    *(void **)&l->malloc = dlsym(h, "malloc");
+    *(void **)&l->free = dlsym(h, "free");
+    if (!l->malloc || !l->free || l->malloc == opaque_malloc) {
+        fprintf(stderr, "fastmm: no %s row: %s does not bring its own malloc\n", name, soname);
+        return;
+    }
+    add(cs, name, fm_libc_like_published, fm_libc_like_write, l, NULL);
+}
+
+static khl_pool_t *new_pool(int thread_safe)
+{
+    khl_pool_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.thread_safe = thread_safe;
+    return khl_pool_new(&opt);
+}
+
+static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
+{
+    static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
+        {fm_pool_called_published, fm_pool_called_write},
+        {fm_pool_inline_published, fm_pool_inline_write},
+        {fm_pool_unsized_published, fm_pool_unsized_write},
+        {fm_pool_called_published, fm_pool_called_write},
+    };
+    khl_pool_t *p = new_pool(kind == POOL_TS);
+    pool_called_t *pc = &cs->called[kind];
+    if (!p)
+        return -1;
+    *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
+    add(cs, name, runs[kind][0], runs[kind][1], kind == POOL_INLINE ? (void *)p : (void *)pc, p);
+    return 0;
+}
+
+static int add_mutex(contenders_t *cs)
+{
+    khl_pool_t *p = new_pool(0);
+    if (!p)
+        return -1;
+    if (pthread_mutex_init(&cs->locked.mu, NULL) != 0) {
+        khl_pool_destroy(p);
+        return -1;
+    }
+    cs->locked.pool = p;
+    add(cs, "khl_pool_mutex", fm_mutex_published, fm_mutex_write, &cs->locked, p);
+    return 0;
+}
+
+static int add_floor(contenders_t *cs)
+{
+    size_t bytes = (size_t)FASTMM_N * FLOOR_STRIDE;
+    if (!(cs->floor.base = aligned_alloc(64, bytes)))
+        return -1;
+    cs->floor.next = cs->floor.base;
+    cs->floor.end = cs->floor.base + bytes;
+    add(cs, "floor", fm_floor_published, fm_floor_write, &cs->floor, NULL);
+    return 0;
+}
+
+static int open_all(contenders_t *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free};
+    add(cs, "glibc", fm_libc_like_published, fm_libc_like_write, &cs->libc[0], NULL);
+    add_dl(cs, 1, "tcmalloc", "libtcmalloc_minimal.so.4");
+    add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
+    add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
+    if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
+        add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
+        add_mutex(cs))
+        return -1;
+    return add_floor(cs);
+}
+
+static void close_all(contenders_t *cs)
+{
+    for (int i = 0; i < cs->n; ++i) {
+        khl_pool_stats_t st;
+        if (!cs->c[i].pool)
+            continue;
+        khl_pool_stats(cs->c[i].pool, &st);
+        if (st.in_use_bytes != 0 || st.allocs != st.frees)
+            fprintf(stderr, "fastmm: %s: pool reports %zu bytes in use after the runs\n",
+                    cs->c[i].name, st.in_use_bytes);
+        khl_pool_destroy(cs->c[i].pool);
+    }
+    if (cs->locked.pool)
+        pthread_mutex_destroy(&cs->locked.mu);
+    free(cs->floor.base);
+}
+
+/* --- measurement ---------------------------------------------------------------- */
+
+static int pool_index(const contenders_t *cs, const char *name)
+{
+    for (int i = 0; i < cs->n; ++i)
+        if (!strcmp(cs->c[i].name, name))
+            return i;
+    return -1;
+}
+
+/* Each repetition runs every (layout, contender) once, starting one further
+ * along each time, so no contender always follows the same one. */
+static int measure_all(const bench_opts_t *o, contenders_t *cs, int rounds, int reps, double *t)
+{
+    void **ptr = malloc(FASTMM_N * sizeof *ptr);
+    int runs = N_LAYOUTS * cs->n, step = 0, total = (o->warmup + reps) * runs;
+    if (!ptr)
+        return -1;
+    for (int r = -o->warmup; r < reps; ++r)
+        for (int k = 0; k < runs; ++k, ++step) {
+            int j = (k + (r + o->warmup)) % runs, l = j / cs->n, c = j % cs->n;
+            uint64_t t0;
+            if (step % cs->n == 0)
+                bench_progress("seed_fastmm", step, total);
+            t0 = bench_now_ns();
+            if (cs->c[c].run[l](cs->c[c].ctx, ptr, rounds) != 0) {
+                free(ptr);
+                return -1;
+            }
+            if (r >= 0)
+                t[(l * cs->n + c) * reps + r] = (double)(bench_now_ns() - t0) / 1e9;
+        }
+    free(ptr);
+    return 0;
+}
+
+static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int reps, const double *t)
+{
+    static const char *const against[] = {"khl_pool", "khl_pool_inline"};
+    double *v = malloc((size_t)reps * sizeof *v);
+    if (!v)
+        return;
+    for (int l = 0; l < N_LAYOUTS; ++l)
+        for (int c = 0; c < cs->n; ++c) {
+            const double *mine = &t[(l * cs->n + c) * reps];
+            memcpy(v, mine, (size_t)reps * sizeof *v);
+            bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, "seconds",
+                      bench_summarise(v, reps));
+            for (int a = 0; a < 2; ++a) {
+                int p = pool_index(cs, against[a]);
+                char metric[48];
+                if (p < 0 || p == c)
+                    continue;
+                for (int r = 0; r < reps; ++r)
+                    v[r] = mine[r] / t[(l * cs->n + p) * reps + r];
+                snprintf(metric, sizeof metric, "ratio_to_%s", against[a]);
+                bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, metric,
+                          bench_summarise(v, reps));
+            }
+        }
+    free(v);
+}
+
+/* jemalloc's library keeps its thread state in initial-exec TLS, which
+ * dlopen can only place in glibc's static TLS surplus, by default too small
+ * for it.  The surplus is a tunable read at startup: set it and start again
+ * (once).  If that fails the jemalloc row is missing, nothing else. */
+static void make_room_for_jemalloc(char **argv)
+{
+    static const char tunable[] = "glibc.rtld.optional_static_tls=65536";
+    const char *old = getenv("GLIBC_TUNABLES");
+    char buf[1024];
+    if (getenv("KHL_BENCH_FASTMM_REEXEC") || (old && strstr(old, "optional_static_tls")))
+        return;
+    snprintf(buf, sizeof buf, "%s%s%s", old ? old : "", old ? ":" : "", tunable);
+    if (setenv("GLIBC_TUNABLES", buf, 1) == 0 && setenv("KHL_BENCH_FASTMM_REEXEC", "1", 1) == 0) {
+        fflush(NULL);
+        execv("/proc/self/exe", argv);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o;
+    contenders_t cs;
+    make_room_for_jemalloc(argv);
+    bench_parse(argc, argv, &o,
+                "seed_fastmm: the loop of seed post 003 with glibc, tcmalloc, jemalloc, "
+                "mimalloc, khl_pool (called and inlined) and a no-allocator floor in one "
+                "process, interleaved.",
+                NULL, 0);
+    if (!bench_wanted(&o, "seed_fastmm"))
+        return 0;
+    /* More repetitions than the other programs: the point is the paired
+     * ratios, and each repetition is short. */
+    int rounds = o.quick ? 20 : 1000, reps = 2 * o.reps + 1, rc = -1;
+    double *t = NULL;
+    if (open_all(&cs) == 0 && (t = malloc((size_t)(N_LAYOUTS * cs.n * reps) * sizeof *t)) != NULL &&
+        measure_all(&o, &cs, rounds, reps, t) == 0) {
+        emit(&o, &cs, rounds, reps, t);
+        rc = 0;
+    }
+    if (rc != 0)
+        fprintf(stderr, "%s: seed_fastmm failed (out of memory?)\n", argv[0]);
+    close_all(&cs);
+    free(t);
+    if (o.out != stdout)
+        fclose(o.out);
+    return rc ? 1 : 0;
+}
