@@ -62,24 +62,34 @@ typedef struct chunk {
 
 #define HDR (((sizeof(chunk_t)) + GRAIN - 1) & ~(GRAIN - 1))
 
+/* Entries of the bundle every class has in its own record (see cls_t). */
+#define ROOT_ENTRIES 8
+
 /* The fields the fast path touches come first and share one cache line.
  *
- * A class's free blocks are kept in bundles: a free block used as an array
- * of pointers to other free blocks of the class, its first word linking to
- * the next bundle.  Only the current bundle (entries base..lim, filled up to
- * top) may be partly filled; the others are full.  Allocation takes the
- * entry below top, and when the bundle is empty the bundle block itself;
- * free stores the block above top, and when the bundle is full makes the
- * block a new bundle.  So neither touches the block it hands out or takes
- * back (a list threaded through the blocks writes into each freed block and
- * reads each one it allocates: a cache miss each when they are cold), and
- * allocation knows the next block in advance and prefetches it for the
- * caller's first write.  Bundles live in free blocks: they cost no memory. */
+ * A class's free blocks are kept in bundles: arrays of pointers to free
+ * blocks of the class.  The first bundle, the root, is an array in the
+ * class record; every other is a free block whose first word links to the
+ * bundle below it (NULL: the root).  Only the current bundle (entries
+ * base..lim, filled up to top) may be partly filled; those below are full.
+ * Free stores the block above top, and when the bundle is full makes the
+ * block the new current bundle; allocation takes the entry below top, and
+ * when a block bundle is empty hands out the bundle block itself.  So
+ * neither touches the block it hands out or takes back (a list threaded
+ * through the blocks writes into each freed block and reads each one it
+ * allocates: a cache miss each when they are cold), allocation knows the
+ * next block in advance and prefetches it for the caller's first write, and
+ * a block freed and allocated in turn only moves top in the root.  Bundles
+ * cost no memory: they are free blocks. */
 typedef struct cls {
+    /* top, base and lim are stored together and loaded one by one: they are
+     * not neighbours, or the compiler merges their stores into one vector
+     * store from which the next call's loads cannot be forwarded. */
     _Alignas(64) void **top;      /* next unused entry of the current bundle */
-    void **base;                  /* its first entry; NULL: no free block */
+    char *bump;                   /* never-used slots of `cur`, up to end */
+    void **base;                  /* first entry of the current bundle */
+    char *end;
     void **lim;                   /* one past its last entry */
-    char *bump, *end;             /* never-used slots of `cur` */
     size_t size;
     /* Blocks that left and came back to this class: the number of free
      * blocks and the reserve left follow from them (cls_nfree,
@@ -94,7 +104,8 @@ typedef struct cls {
     chunk_t *chunks;
     size_t batch;                 /* thread caches move this many at a time */
     size_t refills;
-    size_t bundle_cap;            /* entries per bundle: one block's words but the link */
+    size_t bundle_cap;            /* entries per block bundle: a block's words but the link */
+    void *root[ROOT_ENTRIES];     /* the root bundle */
 } cls_t;
 
 typedef struct tentry tentry_t;
@@ -422,16 +433,10 @@ static void cls_set_cur(cls_t *c, chunk_t *k)
 }
 
 /* The bundles (see cls_t). */
-static inline void **bundle_of(const cls_t *c)
+static inline void cls_bundles_init(cls_t *c)
 {
-    return c->base - 1;
-}
-
-static inline void bundle_enter(cls_t *c, void **bundle, size_t used)
-{
-    c->base = bundle + 1;
-    c->top = c->base + used;
-    c->lim = c->base + c->bundle_cap;
+    c->base = c->top = c->root;
+    c->lim = c->root + ROOT_ENTRIES;
 }
 
 static inline void cls_push(cls_t *c, void *b)
@@ -439,24 +444,30 @@ static inline void cls_push(cls_t *c, void *b)
     if (KHL_LIKELY(c->top != c->lim)) {
         *c->top++ = b;
     } else {
-        *(void **)b = c->base ? (void *)bundle_of(c) : NULL;
-        bundle_enter(c, (void **)b, 0);
+        /* The current bundle is full: b becomes the current one. */
+        *(void **)b = c->base == c->root ? NULL : (void *)(c->base - 1);
+        c->base = c->top = (void **)b + 1;
+        c->lim = c->base + c->bundle_cap;
     }
 }
 
-/* Called when the current bundle has no entry left: the bundle block itself,
- * NULL when there is no free block. */
-static void *cls_pop_bundle(cls_t *c)
+/* Called when the current bundle has no entry left: the bundle block itself
+ * (the bundle below becomes current), NULL when the current bundle is the
+ * root, that is when there is no free block. */
+static inline void *cls_pop_bundle(cls_t *c)
 {
     void **bundle, **next;
-    if (!c->base)
+    if (c->base == c->root)
         return NULL;
-    bundle = bundle_of(c);
+    bundle = c->base - 1;
     next = (void **)bundle[0];
-    if (next)
-        bundle_enter(c, next, c->bundle_cap);
-    else
-        c->top = c->base = c->lim = NULL;
+    if (next) {
+        c->base = next + 1;
+        c->top = c->lim = c->base + c->bundle_cap;
+    } else {
+        c->base = c->root;
+        c->top = c->lim = c->root + ROOT_ENTRIES;
+    }
     return bundle;
 }
 
@@ -465,13 +476,29 @@ static inline void *cls_pop_free(cls_t *c)
     return c->top != c->base ? *--c->top : cls_pop_bundle(c);
 }
 
-/* Calls fn on every free block held by the bundles from `bundle` on, the
- * first filled up to top.  fn may push onto c: a block is read before fn
- * sees it, and a bundle after its entries. */
-static void bundles_each(khl_pool_t *p, cls_t *c, void **bundle, void **top,
-                         void (*fn)(khl_pool_t *, cls_t *, void *))
+/* The class's free blocks as they stand, for a walk that may rebuild them:
+ * the current bundle's entries and top, and a copy of the root's entries. */
+typedef struct free_blocks {
+    void **base, **top;
+    void *root[ROOT_ENTRIES];
+    size_t nroot;
+} free_blocks_t;
+
+static void free_blocks_save(const cls_t *c, free_blocks_t *f)
 {
-    void **e, **next;
+    f->base = c->base;
+    f->top = c->top;
+    f->nroot = c->base == c->root ? (size_t)(c->top - c->root) : ROOT_ENTRIES;
+    memcpy(f->root, c->root, f->nroot * sizeof *f->root);
+}
+
+/* Calls fn on every free block saved in f.  fn may push onto c: a block
+ * bundle is read before fn sees it, and the root's entries are a copy. */
+static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
+                             void (*fn)(khl_pool_t *, cls_t *, void *))
+{
+    void **bundle = f->base == c->root ? NULL : f->base - 1, **top = f->top, **e, **next;
+    size_t i;
     while (bundle) {
         next = (void **)bundle[0];
         for (e = bundle + 1; e < top; e++)
@@ -480,6 +507,8 @@ static void bundles_each(khl_pool_t *p, cls_t *c, void **bundle, void **top,
         bundle = next;
         top = next ? next + 1 + c->bundle_cap : NULL;
     }
+    for (i = 0; i < f->nroot; i++)
+        fn(p, c, f->root[i]);
 }
 
 /* Batches that thread caches flushed: a chain of blocks whose first block
@@ -634,15 +663,14 @@ static void core_trim_class(khl_pool_t *p, unsigned ci)
 {
     cls_t *c = &p->cls[ci];
     chunk_t *k, *next, **fp;
-    void **bundle, **top;
+    free_blocks_t fb;
     size_t ready = cls_ready(c), held = cls_reserved(c), doomed = 0;
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)
         k->scratch = 0;
-    bundle = c->base ? bundle_of(c) : NULL;
-    top = c->top;
-    bundles_each(p, c, bundle, top, count_free);
+    free_blocks_save(c, &fb);
+    free_blocks_each(p, c, &fb, count_free);
     for (k = c->chunks; k; k = k->next) {
         if (k->scratch + never_used(c, k) != k->cap || ready - k->cap < held)
             continue;
@@ -663,8 +691,8 @@ static void core_trim_class(khl_pool_t *p, unsigned ci)
         }
     }
     /* Rebuilt from the blocks of the chunks that stay. */
-    c->top = c->base = c->lim = NULL;
-    bundles_each(p, c, bundle, top, keep_unless_doomed);
+    cls_bundles_init(c);
+    free_blocks_each(p, c, &fb, keep_unless_doomed);
     if (c->cur && c->cur->scratch == SIZE_MAX) {
         c->cur = NULL;
         c->bump = c->end = NULL;
@@ -1313,6 +1341,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
         if (c->batch > 128)
             c->batch = 128;
         c->bundle_cap = c->size / sizeof(void *) - 1;
+        cls_bundles_init(c);
     }
     if (p->flags & F_THREADS) {
         if (lock_init(&p->lock) != 0) {
@@ -1366,38 +1395,24 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
     locked_free(p, ptr, n, "khl_pool_free");
 }
 
-/* The class's current bundle is empty: its bundle block, or bump when
- * there is no free block, else the locked path. */
-static NOINLINE void *alloc_next_bundle(khl_pool_t *p, cls_t *c, size_t n)
-{
-    void *b = cls_pop_bundle(c);
-    if (!b) {
-        if (c->bump == c->end)
-            return locked_alloc(p, n);
-        b = c->bump;
-        c->bump += c->size;
-    }
-    c->allocs++;
-    note_alloc(p, c->size);
-    return b;
-}
-
 void *khl_pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->fast_max)) {
         cls_t *c = &p->cls[class_of(n)];
-        void **top = c->top, *b;
-        if (KHL_LIKELY(top != c->base)) {
+        void **top = c->top, **base = c->base, *b;
+        if (KHL_LIKELY(top != base)) {
             b = *--top;
             c->top = top;
             /* The caller's first write to the next block will not miss. */
-            if (KHL_LIKELY(top != c->base))
+            if (KHL_LIKELY(top != base))
                 PREFETCH_W(top[-1]);
-        } else if (KHL_LIKELY(!c->base && c->bump != c->end)) {
+        } else if (base != c->root) {
+            b = cls_pop_bundle(c);
+        } else if (KHL_LIKELY(c->bump != c->end)) {
             b = c->bump;
             c->bump += c->size;
         } else {
-            return alloc_next_bundle(p, c, n);
+            return locked_alloc(p, n);
         }
         c->allocs++;
         note_alloc(p, c->size);

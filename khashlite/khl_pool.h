@@ -25,13 +25,13 @@
  * or not, and blocks carry no header.  Each class starts its blocks at its
  * own offset ("colour", up to 4 KiB) after the header, so the first blocks of
  * different classes do not compete for the same cache sets.  A class keeps
- * its free blocks in bundles: a free block serves as an array of pointers to
- * other free blocks of the class (its first word links the next bundle), so
- * free and allocate move a pointer within the current bundle and touch
- * neither the block they take back nor the one they hand out; allocation
- * prefetches the block it will hand out next.  With no free block a class
- * bumps a pointer through the never-used part of its current chunk, so
- * taking a new chunk costs O(1), never a pass over it.  Larger requests get
+ * its free blocks in bundles, arrays of pointers to them: the first holds 8
+ * in the class's own record, the others are free blocks of the class (the
+ * first word links the bundle below).  Free and allocate move a pointer in
+ * the current bundle and touch neither the block they take back nor the one
+ * they hand out; allocation prefetches the block it will hand out next.
+ * With no free block a class bumps a pointer through the never-used part of
+ * its current chunk, so taking a new chunk costs O(1), never a pass over it.  Larger requests get
  * a frame of their own, aligned the same way, whose header records the
  * size: unsized free, realloc, block_size and owns work on them too.
  *
@@ -40,8 +40,8 @@
  *     | header | blk  | blk  | blk  | never used|        | header | user bytes  |
  *     +--------+------+------+------+-----------+        +--------+-------------+
  *      ^ ptr & ~(chunk_bytes-1)     ^ bump                ^ ptr & ~(chunk_bytes-1)
- *      class c: top -> [link|blk*|blk*|blk*|  ] --link--> [link|blk*|...|blk*]
- *                   current bundle (a free block)         full bundles
+ *      class c: top -> [link|blk*|blk*|  ] -> [link|blk*|..|blk*] -> root[8]
+ *                   current bundle (a free block)  full bundles      (in c)
  *
  * With thread_safe = 1 every thread keeps, per pool it uses and per class, a
  * cache: a list to allocate from, a list of blocks it freed, and a run of
