@@ -31,9 +31,10 @@
  * the current bundle and touch neither the block they take back nor the one
  * they hand out; allocation prefetches the block it will hand out next.
  * With no free block a class bumps a pointer through the never-used part of
- * its current chunk, so taking a new chunk costs O(1), never a pass over it.  Larger requests get
- * a frame of their own, aligned the same way, whose header records the
- * size: unsized free, realloc, block_size and owns work on them too.
+ * its current chunk, so taking a new chunk costs O(1), never a pass over it.
+ * Larger requests get a frame of their own, aligned the same way, whose
+ * header records the size: unsized free, realloc, block_size and owns work
+ * on them too.
  *
  *     chunk (chunk_bytes, aligned to chunk_bytes)        large block frame
  *     +--------+------+------+------+-----------+        +--------+-------------+
