@@ -98,7 +98,7 @@ check-headers: | deps-lib
 	$(CC) $(KHL_CFLAGS) -Werror -c tests/headers/all_unused.c -o $(BUILD)/headers/c.o
 	$(CXX) $(KHL_CXXFLAGS) -Werror -x c++ -c tests/headers/all_unused.c -o $(BUILD)/headers/cxx.o
 
-examples: $(BUILD)/examples/wordcount $(EXAMPLE_BINS)
+examples: $(BUILD)/examples/wordcount $(BUILD)/examples/pool_inline $(EXAMPLE_BINS)
 
 $(BUILD)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
