@@ -520,9 +520,9 @@ static inline void *batch_next(void *chain)
 
 static void *take_chain(khl_pool_t *p, unsigned ci, void **own);
 
-/* Moves one flushed batch among the free blocks; 0 when there is none. */
 static size_t splice_chain(cls_t *c, void *head);
 
+/* Moves one flushed batch among the free blocks; 0 when there is none. */
 static int cls_unbatch(khl_pool_t *p, unsigned ci)
 {
     void *chain = take_chain(p, ci, NULL);
@@ -564,7 +564,6 @@ static void *cls_pop(khl_pool_t *p, unsigned ci, int sys)
     c->bump += c->size;
     return b;
 }
-
 
 static void *large_alloc(khl_pool_t *p, size_t n)
 {
