@@ -61,9 +61,11 @@ $(foreach p,$(BENCH_PROGS),$(foreach m,$(BENCH_MALLOCS),$(eval $(call BENCH_LINK
 # mallocs itself, so every contender runs in one process.  The library's
 # sources are compiled into it with -flto, so the pool's fast paths can
 # inline into the loop (its khl_pool_inline rows), as in a program linking
-# libkhashlite statically with LTO.
+# libkhashlite statically with LTO; fastmm_direct.c is compiled without it
+# (khl_pool_direct: ordinary calls).
 FASTMM_BIN = $(BUILD)/bench/khl-bench-fastmm
-FASTMM_OBJ = $(LIB_SRC:khashlite/%.c=$(BUILD)/bench/obj/lto/%.o) $(BUILD)/bench/obj/lto/fastmm.o
+FASTMM_OBJ = $(LIB_SRC:khashlite/%.c=$(BUILD)/bench/obj/lto/%.o) $(BUILD)/bench/obj/lto/fastmm.o \
+             $(BUILD)/bench/obj/fastmm_direct.o
 
 $(BUILD)/bench/obj/lto/%.o: khashlite/%.c $(HEADERS) | deps-bench
 	@mkdir -p $(@D)

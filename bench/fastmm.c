@@ -11,6 +11,9 @@
  *   khl_pool          khl_pool_alloc / khl_pool_free called through pointers:
  *       what a program that links libkhashlite.a without LTO, or reaches the
  *       pool through its hook, pays.
+ *   khl_pool_direct   the same calls made directly from a file compiled
+ *       without LTO (fastmm_direct.c): a program linking libkhashlite.a the
+ *       ordinary way.
  *   khl_pool_inline   the same calls with the pool's fast paths inlined
  *       into the loop, as the post's FixedAlloc was into its own: this
  *       binary is linked with -flto against the library's sources (bench.mk)
@@ -29,11 +32,12 @@
  * Layouts: "10000x100B" is the loop as published (the blocks are never
  * touched); "10000x100B+write" writes one byte in each block, as a program
  * would.  Rows per contender and layout (n = rounds): seconds (median, min,
- * max over the repetitions), and ratio_to_khl_pool and
- * ratio_to_khl_pool_inline: its time over that pool's in the same
+ * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct
+ * and ratio_to_khl_pool_inline: its time over that pool's in the same
  * repetition (median, min, max). */
 #define _GNU_SOURCE
 #include "bench.h"
+#include "fastmm_direct.h"
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"
 
@@ -89,16 +93,6 @@ static inline void pool_called_free_unsized(void *c, void *ptr, size_t n)
     pc->free_unsized(pc->pool, ptr);
 }
 
-static inline void *pool_direct_alloc(void *c, size_t n)
-{
-    return khl_pool_alloc(c, n);
-}
-
-static inline void pool_direct_free(void *c, void *ptr, size_t n)
-{
-    khl_pool_free(c, ptr, n);
-}
-
 /* Read through volatile, so that link-time optimisation cannot turn the
  * calls made through them back into direct (inlinable) calls. */
 static void *(*volatile opaque_alloc)(khl_pool_t *, size_t) = khl_pool_alloc;
@@ -131,7 +125,7 @@ static inline void floor_free(void *c, void *ptr, size_t n)
 
 FASTMM_BOTH(fm_libc_like, libc_like_alloc, libc_like_free)
 FASTMM_BOTH(fm_pool_called, pool_called_alloc, pool_called_free)
-FASTMM_BOTH(fm_pool_direct, pool_direct_alloc, pool_direct_free)
+FASTMM_BOTH(fm_pool_direct, fastmm_pool_alloc, fastmm_pool_free)
 FASTMM_BOTH(fm_pool_unsized, pool_called_alloc, pool_called_free_unsized)
 FASTMM_BOTH(fm_mutex, locked_pool_alloc, locked_pool_free)
 FASTMM_BOTH(fm_floor, floor_alloc, floor_free)
@@ -152,7 +146,7 @@ __attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, 
 
 /* --- contenders ------------------------------------------------------------- */
 
-enum { N_LAYOUTS = 2, MAX_CONTENDERS = 10 };
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 11 };
 static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
 
 typedef struct contender {
@@ -162,7 +156,7 @@ typedef struct contender {
     khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
 } contender_t;
 
-enum pool_kind { POOL_CALLED, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
 
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
@@ -211,6 +205,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
 {
     static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
         {fm_pool_called_published, fm_pool_called_write},
+        {fastmm_direct_published, fastmm_direct_write},
         {fm_pool_inline_published, fm_pool_inline_write},
         {fm_pool_unsized_published, fm_pool_unsized_write},
         {fm_pool_called_published, fm_pool_called_write},
@@ -220,7 +215,8 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
     if (!p)
         return -1;
     *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
-    add(cs, name, runs[kind][0], runs[kind][1], kind == POOL_INLINE ? (void *)p : (void *)pc, p);
+    add(cs, name, runs[kind][0], runs[kind][1],
+        kind == POOL_DIRECT || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
     return 0;
 }
 
@@ -257,7 +253,8 @@ static int open_all(contenders_t *cs)
     add_dl(cs, 1, "tcmalloc", "libtcmalloc_minimal.so.4");
     add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
     add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
-    if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
+    if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
+        add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
         add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
         add_mutex(cs))
         return -1;
@@ -319,7 +316,7 @@ static int measure_all(const bench_opts_t *o, contenders_t *cs, int rounds, int 
 
 static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int reps, const double *t)
 {
-    static const char *const against[] = {"khl_pool", "khl_pool_inline"};
+    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_inline"};
     double *v = malloc((size_t)reps * sizeof *v);
     if (!v)
         return;
@@ -329,7 +326,7 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
             memcpy(v, mine, (size_t)reps * sizeof *v);
             bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, "seconds",
                       bench_summarise(v, reps));
-            for (int a = 0; a < 2; ++a) {
+            for (int a = 0; a < 3; ++a) {
                 int p = pool_index(cs, against[a]);
                 char metric[48];
                 if (p < 0 || p == c)

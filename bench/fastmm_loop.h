@@ -43,6 +43,17 @@ typedef int (*fastmm_fn)(void *ctx, void **ptr, int rounds);
         return 0;                                                        \
     }
 
+/* khl_pool called directly. */
+static inline void *fastmm_pool_alloc(void *c, size_t n)
+{
+    return khl_pool_alloc((khl_pool_t *)c, n);
+}
+
+static inline void fastmm_pool_free(void *c, void *ptr, size_t n)
+{
+    khl_pool_free((khl_pool_t *)c, ptr, n);
+}
+
 /* The post's "critical section" case: a single-threaded pool made safe by
  * taking a lock around every call. */
 typedef struct locked_pool {

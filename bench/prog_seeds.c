@@ -128,19 +128,9 @@ static void libc_free(void *c, void *ptr, size_t n)
     free(ptr);
 }
 
-static void *pool_alloc(void *c, size_t n)
-{
-    return khl_pool_alloc(c, n);
-}
-
-static void pool_free(void *c, void *ptr, size_t n)
-{
-    khl_pool_free(c, ptr, n);
-}
-
 /* One byte written in each block, as seed_fastmm's "+write" layout. */
 DEFINE_FASTMM(fastmm_libc, libc_alloc, libc_free, 1)
-DEFINE_FASTMM(fastmm_pool, pool_alloc, pool_free, 1)
+DEFINE_FASTMM(fastmm_pool, fastmm_pool_alloc, fastmm_pool_free, 1)
 DEFINE_FASTMM(fastmm_mutex, locked_pool_alloc, locked_pool_free, 1)
 
 /* One thread's share of a run: its own pointer array, a shared context. */

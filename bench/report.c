@@ -235,14 +235,15 @@ static void targets(FILE *o)
  * allocate/free pair, to the loop with no allocator at all. */
 static void fastmm_explained(FILE *o)
 {
-    static const char *const who[] = {"khl_pool_inline", "khl_pool", "mimalloc", "tcmalloc", "glibc"};
+    static const char *const who[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "mimalloc",
+                                      "tcmalloc", "glibc"};
     const row_t *fp = find("seed_fastmm", "seed", FASTMM_PUBLISHED, "floor", -1, "seconds");
     if (!fp || fp->n <= 0)
         return;
     double pairs = (double)fp->n * 10000.0;   /* n is the number of rounds */
     fprintf(o, "- **The FastMM loop.** Per allocate/free pair above the no-allocator floor "
                "(as published / one byte written):");
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 6; ++i) {
         double a = val("seed_fastmm", "seed", FASTMM_PUBLISHED, who[i], -1, "seconds");
         double b = val("seed_fastmm", "seed", FASTMM_WRITE, who[i], -1, "seconds");
         double fa = fp->median, fb = val("seed_fastmm", "seed", FASTMM_WRITE, "floor", -1, "seconds");
@@ -251,8 +252,8 @@ static void fastmm_explained(FILE *o)
     }
     fprintf(o, "; the floor itself is %.1f / %.1f ns (the loop, and with the write its memory "
                "traffic). Inlined, the pool's pair is a pointer moved down then up in a bundle, "
-               "plus its exact statistics (allocs, frees, bytes in use, peak); called through a "
-               "pointer, as a malloc is, two calls come on top.\n",
+               "plus its exact statistics (allocs, frees, bytes in use, peak); called, two calls "
+               "come on top.\n",
             fp->median / pairs * 1e9,
             val("seed_fastmm", "seed", FASTMM_WRITE, "floor", -1, "seconds") / pairs * 1e9);
 }
@@ -344,10 +345,10 @@ static void seeds_side_by_side(FILE *o)
     static const char *pub_fm[][2] = {{"FixedAlloc pool", "0.0806"}, {"FastMM", "0.14"},
                                       {"FastMM, multithread mode", "0.41"},
                                       {"FastMM + critical section", "0.71"}, {"VC2008 malloc", "3.854"}};
-    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool", "khl_pool_unsized", "khl_pool_ts",
-                                    "khl_pool_mutex", "glibc", "tcmalloc", "jemalloc", "mimalloc",
-                                    "floor"};
-    for (int i = 0; i < 10; ++i) {
+    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "khl_pool_unsized",
+                                    "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc", "jemalloc",
+                                    "mimalloc", "floor"};
+    for (int i = 0; i < 11; ++i) {
         fprintf(o, "| %s | %s | %s |", i < 5 ? pub_fm[i][0] : "", i < 5 ? pub_fm[i][1] : "", ours_fm[i]);
         cell(o, seed_val("seed_fastmm", FASTMM_PUBLISHED, ours_fm[i], -1, "seconds"), "%.3f");
         cell(o, seed_val("seed_fastmm", FASTMM_WRITE, ours_fm[i], -1, "seconds"), "%.3f");
@@ -362,7 +363,9 @@ static void seeds_side_by_side(FILE *o)
     double mutex = seed_val("seed_fastmm", FASTMM_PUBLISHED, "khl_pool_mutex", -1, "seconds");
     fprintf(o, "\n`floor` hands out blocks from one array and frees nothing: the loop with no "
                "allocator. `khl_pool_inline` has the pool's fast paths inlined into the loop, as the "
-               "post's FixedAlloc was; every other contender is called through a pointer.\n");
+               "post's FixedAlloc was; `khl_pool_direct` calls the pool directly, as a program "
+               "linking the library without LTO does; every other contender is called through a "
+               "pointer, as a shared library's malloc is.\n");
     fprintf(o, "\n- \"A fixed-size pool beats the general-purpose allocators\": %s with the pool "
                "inlined as the post's was (khl_pool_inline %.3f s, best malloc %.3f s); called "
                "through a pointer like a malloc, khl_pool takes %.3f s.\n",
