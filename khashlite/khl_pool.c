@@ -1433,15 +1433,20 @@ void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n)
     return b;
 }
 
+/* A small block back to class c, on a pool whose calls take the fast path. */
+static inline void fast_free(khl_pool_t *p, cls_t *c, void *ptr)
+{
+    cls_push(c, ptr);
+    c->frees++;
+    p->in_use -= c->size;
+}
+
 void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
     if (!ptr)
         return;
     if (KHL_LIKELY(n - 1 < p->fast_max)) {
-        cls_t *c = &p->cls[class_of(n)];
-        cls_push(c, ptr);
-        c->frees++;
-        p->in_use -= c->size;
+        fast_free(p, &p->cls[class_of(n)], ptr);
         return;
     }
     if (n - 1 < p->ts_max)
@@ -1460,10 +1465,7 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
     if (KHL_LIKELY(p->fast_max != 0)) {
         k = chunk_of(p, ptr);
         if (KHL_LIKELY(k->kind == KIND_FAST)) {
-            cls_t *c = &p->cls[k->cls];
-            cls_push(c, ptr);
-            c->frees++;
-            p->in_use -= c->size;
+            fast_free(p, &p->cls[k->cls], ptr);
             return;
         }
     } else if (p->ts_max && (k = chunk_of(p, ptr))->kind == KIND_SMALL) {
