@@ -24,6 +24,14 @@ void bench_alloc_close(bench_alloc_t *ba)
     ba->pool = NULL;
 }
 
+khl_pool_t *bench_pool_new(int thread_safe)
+{
+    khl_pool_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.thread_safe = thread_safe;
+    return khl_pool_new(&opt);
+}
+
 static void *count_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     bench_count_t *c = ud;

@@ -20,6 +20,9 @@ typedef struct bench_alloc {
 int  bench_alloc_open(bench_alloc_t *ba, const bench_opts_t *o);   /* 0 or -1 */
 void bench_alloc_close(bench_alloc_t *ba);
 
+/* A khl_pool with default options but thread_safe; NULL on failure. */
+khl_pool_t *bench_pool_new(int thread_safe);
+
 /* Counts calls and bytes through to an inner allocator. */
 typedef struct bench_count {
     khl_allocator_t a;       /* hand &c->a to khl_init */

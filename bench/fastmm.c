@@ -36,6 +36,7 @@
  * and ratio_to_khl_pool_inline: its time over that pool's in the same
  * repetition (median, min, max). */
 #define _GNU_SOURCE
+#include "alloc.h"
 #include "bench.h"
 #include "fastmm_direct.h"
 #include "fastmm_loop.h"
@@ -193,14 +194,6 @@ static void add_dl(contenders_t *cs, int i, const char *name, const char *soname
     add(cs, name, fm_libc_like_published, fm_libc_like_write, l, NULL);
 }
 
-static khl_pool_t *new_pool(int thread_safe)
-{
-    khl_pool_options_t opt;
-    memset(&opt, 0, sizeof opt);
-    opt.thread_safe = thread_safe;
-    return khl_pool_new(&opt);
-}
-
 static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
 {
     static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
@@ -210,7 +203,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
         {fm_pool_unsized_published, fm_pool_unsized_write},
         {fm_pool_called_published, fm_pool_called_write},
     };
-    khl_pool_t *p = new_pool(kind == POOL_TS);
+    khl_pool_t *p = bench_pool_new(kind == POOL_TS);
     pool_called_t *pc = &cs->called[kind];
     if (!p)
         return -1;
@@ -222,7 +215,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
 
 static int add_mutex(contenders_t *cs)
 {
-    khl_pool_t *p = new_pool(0);
+    khl_pool_t *p = bench_pool_new(0);
     if (!p)
         return -1;
     if (pthread_mutex_init(&cs->locked.mu, NULL) != 0) {

@@ -25,6 +25,7 @@
  * sched_fifo says whether it did); --trace-dir=DIR writes its per-call
  * timings for plotting. */
 #define _GNU_SOURCE
+#include "alloc.h"
 #include "bench.h"
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"
@@ -63,10 +64,7 @@ static double seconds_since(uint64_t t0)
 
 static khl_pool_t *pool_open(int thread_safe)
 {
-    khl_pool_options_t opt;
-    memset(&opt, 0, sizeof opt);
-    opt.thread_safe = thread_safe;
-    khl_pool_t *p = khl_pool_new(&opt);
+    khl_pool_t *p = bench_pool_new(thread_safe);
     if (!p)
         fprintf(stderr, "seeds: khl_pool_new failed\n");
     return p;
