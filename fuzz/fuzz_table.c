@@ -62,8 +62,13 @@ typedef struct model {
     uint32_t size;
 } model_t;
 
-/* One fuzz run for a table type whose keys come from KEYOF(id). */
-#define FUZZ_RUN(fn, name, KEYOF, IS_MAP)                                               \
+/* The value of bucket k as a uint32_t lvalue; sets have none. */
+#define MAP_VAL(name, h, k) (*(uint32_t *)(void *)&khl_val(name, h, k))
+#define SET_VAL(name, h, k) (*(uint32_t *)NULL)
+
+/* One fuzz run for a table type whose keys come from KEYOF(id); the table's
+ * invariants are checked after every step. */
+#define FUZZ_RUN(fn, name, KEYOF, IS_MAP, VAL)                                               \
     static void fn(input_t *in)                                                         \
     {                                                                                   \
         static model_t m;                                                               \
@@ -76,7 +81,7 @@ typedef struct model {
         for (unsigned step = 0; (op = next_op(in)) >= 0; ++step) {                      \
             int kb = next_op(in);                                                       \
             uint32_t id = (uint32_t)(((unsigned)op >> 3) | ((unsigned)(kb < 0 ? 0 : kb) << 5)) % NKEYS; \
-            khl_hdr_t *before = h.b;                                                    \
+            khl_block_t *before = h.b;                                                    \
             switch (op & 7) {                                                           \
             case 0: case 1: case 2: {                                                   \
                 int ret;                                                                \
@@ -90,7 +95,7 @@ typedef struct model {
                 m.present[id] = 1;                                                      \
                 if (IS_MAP) {                                                           \
                     m.val[id] = step;                                                   \
-                    *(uint32_t *)(void *)&khl_val(name, &h, k) = step;                  \
+                    VAL(name, &h, k) = step;                  \
                 }                                                                       \
                 break;                                                                  \
             }                                                                           \
@@ -98,11 +103,14 @@ typedef struct model {
                 khl_iter_t k = khl_get(name, &h, KEYOF(id));                            \
                 CHECK((k != khl_end(name, &h)) == m.present[id]);                       \
                 if (IS_MAP && m.present[id])                                            \
-                    CHECK(*(uint32_t *)(void *)&khl_val(name, &h, k) == m.val[id]);     \
+                    CHECK(VAL(name, &h, k) == m.val[id]);     \
                 break;                                                                  \
             }                                                                           \
             case 4:                                                                     \
-                khl_del(name, &h, khl_get(name, &h, KEYOF(id)));                        \
+                if (id % 2)                                                             \
+                    CHECK(khl_del_key(name, &h, KEYOF(id)) == m.present[id]);           \
+                else                                                                    \
+                    khl_del(name, &h, khl_get(name, &h, KEYOF(id)));                    \
                 m.size -= m.present[id];                                                \
                 m.present[id] = 0;                                                      \
                 break;                                                                  \
@@ -129,6 +137,7 @@ typedef struct model {
                 }                                                                       \
             }                                                                           \
             CHECK(khl_size(name, &h) == m.size);                                        \
+            CHECK(khl_check(name, &h) == 0);                                            \
             if (step % 64 == 0) {                                                       \
                 uint32_t seen = 0;                                                      \
                 for (khl_iter_t k = 0; k < khl_end(name, &h); ++k)                      \
@@ -145,9 +154,9 @@ typedef struct model {
 #define INT_KEY(id) ((uint32_t)(id) * 2654435761u)
 #define STR_KEY(id) ((const char *)strkeys[id])
 
-FUZZ_RUN(run_fm, fm, INT_KEY, 1)
-FUZZ_RUN(run_fs, fs, STR_KEY, 0)
-FUZZ_RUN(run_f3, f3, INT_KEY, 1)
+FUZZ_RUN(run_fm, fm, INT_KEY, 1, MAP_VAL)
+FUZZ_RUN(run_fs, fs, STR_KEY, 0, SET_VAL)
+FUZZ_RUN(run_f3, f3, INT_KEY, 1, MAP_VAL)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,6 @@
  * own copy links against us without a clash and no -lxxhash is needed. */
 #include "khashlite.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,15 +22,16 @@ static void *libc_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
         free(ptr);
         return NULL;
     }
-    /* Tables only allocate and free; malloc's path is shorter than realloc's. */
+    /* malloc's path is shorter than realloc's. */
     return ptr ? realloc(ptr, nsize) : malloc(nsize);
 }
 
 const khl_allocator_t khl_libc_allocator = {libc_allocf, NULL};
 
-/* Relaxed is enough: the seed is set before tables are filled, and a reader
- * only needs some value, never a torn one. */
-static _Atomic uint64_t hash_seed;
+/* Relaxed atomics are enough: the seed is set before tables are filled, and
+ * a reader only needs some value, never a torn one.  Public only because
+ * the integer hashes are inline. */
+uint64_t khl_seed_value;
 
 static uint64_t random_seed(void)
 {
@@ -42,25 +42,26 @@ static uint64_t random_seed(void)
 #endif
     /* No entropy source: mix the clock with addresses, which ASLR varies. */
     s = (uint64_t)time(NULL) ^ (uint64_t)clock();
-    s ^= (uint64_t)(uintptr_t)&s ^ ((uint64_t)(uintptr_t)&hash_seed << 17);
-    return khl_hash_u64(s);
+    s ^= (uint64_t)(uintptr_t)&s ^ ((uint64_t)(uintptr_t)&khl_seed_value << 17);
+    s ^= s >> 31;
+    return s * 0x9e3779b97f4a7c15ULL;
 }
 
 /* Runs before main when the library is linked in, so no hash ever sees an
  * unset seed and no lazy initialisation races between threads. */
 __attribute__((constructor)) static void init_seed(void)
 {
-    atomic_store_explicit(&hash_seed, random_seed(), memory_order_relaxed);
+    __atomic_store_n(&khl_seed_value, random_seed(), __ATOMIC_RELAXED);
 }
 
 void khl_seed(uint64_t seed)
 {
-    atomic_store_explicit(&hash_seed, seed, memory_order_relaxed);
+    __atomic_store_n(&khl_seed_value, seed, __ATOMIC_RELAXED);
 }
 
 uint64_t khl_hash_bytes(const void *p, size_t n)
 {
-    return XXH3_64bits_withSeed(p, n, atomic_load_explicit(&hash_seed, memory_order_relaxed));
+    return XXH3_64bits_withSeed(p, n, khl_seed_get());
 }
 
 uint64_t khl_hash_str(const char *s)

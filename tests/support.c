@@ -51,6 +51,8 @@ static void *test_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
         return NULL;
     }
     t->attempts++;
+    if (ptr && t->fail_resizes)
+        return NULL;
     if (t->fail_at && (t->attempts == t->fail_at || (t->fail_after && t->attempts > t->fail_at)))
         return NULL;
     q = malloc(nsize);
@@ -60,8 +62,10 @@ static void *test_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
     if (ptr) {
         memcpy(q, ptr, osize < nsize ? osize : nsize);
         forget(t, ptr, osize);
+        memset(ptr, 0xDD, osize);
         free(ptr);
         t->frees++;
+        t->resizes++;
     }
     remember(t, q, nsize);
     t->allocs++;

@@ -11,17 +11,23 @@
 KHL_SET_INIT_INT(cs)
 KHL_MAP_INIT_INT64(cm, uint32_t)
 
-/* Groups a lookup of `hash` visits before it stops (found or empty group). */
-static uint32_t probe_groups(const unsigned char *ctrl, uint32_t nb, uint64_t hash, uint32_t target)
+#define W KHL_GROUP_WIDTH
+
+/* Groups a lookup of `hash` visits before it stops (found or empty group),
+ * walked here independently of the table's code. */
+static uint32_t probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
 {
-    uint32_t gmask = nb / KHL_GROUP - 1, g = (uint32_t)(hash >> 7) & gmask, step = 0, n = 1;
+    const unsigned char *ctrl = (const unsigned char *)(b + 1);
+    uint32_t nb = b->n_buckets, groups = nb > W ? nb / W : 1;
+    uint32_t g = (uint32_t)(hash >> b->shift) & (groups - 1), step = 0, n = 1;
     for (;;) {
-        if (target != UINT32_MAX && target / KHL_GROUP == g)
+        if (target != UINT32_MAX && target / W == g)
             return n;
-        if (khl_group_empty(khl_group_load(ctrl, g * KHL_GROUP)))
-            return n;
-        g = (g + ++step) & gmask;
-        if (++n > nb / KHL_GROUP + 1)
+        for (uint32_t i = 0; i < W && g * W + i < nb; ++i)
+            if (ctrl[g * W + i] == 0x80)
+                return n;
+        g = (g + ++step) & (groups - 1);
+        if (++n > groups + 1)
             return n;
     }
 }
@@ -29,16 +35,15 @@ static uint32_t probe_groups(const unsigned char *ctrl, uint32_t nb, uint64_t ha
 /* Longest probe of any present key, and of `misses` absent keys. */
 static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t misses)
 {
-    const unsigned char *ctrl = khl_ctrl_of(h->b, &khl_cs__shape);
     uint32_t nb = h->b->n_buckets, worst = 0;
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, h, k))
             continue;
-        uint32_t p = probe_groups(ctrl, nb, khl_hash_u32(khl_key(cs, h, k)), k);
+        uint32_t p = probe_groups(h->b, khl_hash_u32(khl_key(cs, h, k)), k);
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < misses; ++i) {
-        uint32_t p = probe_groups(ctrl, nb, khl_hash_u32(miss_base + i), UINT32_MAX);
+        uint32_t p = probe_groups(h->b, khl_hash_u32(miss_base + i), UINT32_MAX);
         worst = p > worst ? p : worst;
     }
     return worst;
@@ -64,7 +69,7 @@ Test(churn, insert_delete_pairs_stay_bounded, .timeout = 20)
             cr_assert_leq(max_probe_cs(&h, 1u << 30, 64), 4, "probe length grew at %u", i);
     }
     cr_assert_leq(max_nb, 64, "20 live keys never need more than 64 buckets");
-    cr_assert_leq(h.b->n_occupied, h.b->upper_bound);
+    cr_assert_eq(khl_check(cs, &h), 0);
     for (uint32_t i = 200000 - 20; i < 200000; ++i)
         cr_assert_neq(khl_get(cs, &h, i), khl_end(cs, &h));
     khl_destroy(cs, &h);
@@ -96,35 +101,37 @@ Test(churn, probing_wraps_past_the_last_group)
 {
     khl_t(cs) h;
     khl_init(cs, &h, NULL);
-    cr_assert_eq(khl_reserve(cs, &h, 20), 0);
-    uint32_t nb = khl_n_buckets(cs, &h), last = nb / KHL_GROUP - 1;
-    cr_assert_geq(nb, 32);
-    /* Keys whose home is the last group: 8 fill it, 6 more wrap to group 0. */
-    uint32_t home_last[14], n = 0;
-    for (uint32_t x = 1; n < 14; ++x)
-        if (((uint32_t)(khl_hash_u32(x) >> 7) & last) == last)
+    cr_assert_eq(khl_reserve(cs, &h, W + 6), 0);
+    uint32_t nb = khl_n_buckets(cs, &h), last = nb / W - 1;
+    cr_assert_geq(nb, 2 * W);
+    /* Keys whose home is the last group: W fill it, 6 more wrap to group 0. */
+    uint32_t home_last[W + 6], n = 0;
+    for (uint32_t x = 1; n < W + 6; ++x)
+        if (((uint32_t)(khl_hash_u32(x) >> h.b->shift) & last) == last)
             home_last[n++] = x;
-    for (uint32_t i = 0; i < 14; ++i)
+    for (uint32_t i = 0; i < W + 6; ++i)
         khl_put(cs, &h, home_last[i], NULL);
     cr_assert_eq(khl_n_buckets(cs, &h), nb, "the test needs the table not to grow");
     uint32_t wrapped = 0;
-    for (uint32_t i = 0; i < 14; ++i)
-        wrapped += khl_get(cs, &h, home_last[i]) < KHL_GROUP;
+    for (uint32_t i = 0; i < W + 6; ++i)
+        wrapped += khl_get(cs, &h, home_last[i]) < W;
     cr_assert_eq(wrapped, 6, "six keys must have wrapped to group 0");
     /* Delete from the full last group: the wrapped keys stay reachable. */
-    for (uint32_t i = 0; i < 8; i += 2)
+    for (uint32_t i = 0; i < W; i += 2)
         khl_del(cs, &h, khl_get(cs, &h, home_last[i]));
-    for (uint32_t i = 0; i < 14; ++i)
-        cr_assert_eq(khl_get(cs, &h, home_last[i]) != khl_end(cs, &h), i >= 8 || i % 2,
+    for (uint32_t i = 0; i < W + 6; ++i)
+        cr_assert_eq(khl_get(cs, &h, home_last[i]) != khl_end(cs, &h), i >= W || i % 2,
                      "key %u after deleting in the last group", i);
+    cr_assert_eq(khl_check(cs, &h), 0);
     /* Delete the wrapped ones, re-insert everything, all findable. */
-    for (uint32_t i = 8; i < 14; ++i)
+    for (uint32_t i = W; i < W + 6; ++i)
         khl_del(cs, &h, khl_get(cs, &h, home_last[i]));
-    for (uint32_t i = 0; i < 14; ++i)
+    for (uint32_t i = 0; i < W + 6; ++i)
         khl_put(cs, &h, home_last[i], NULL);
-    cr_assert_eq(khl_size(cs, &h), 14);
-    for (uint32_t i = 0; i < 14; ++i)
+    cr_assert_eq(khl_size(cs, &h), W + 6);
+    for (uint32_t i = 0; i < W + 6; ++i)
         cr_assert_neq(khl_get(cs, &h, home_last[i]), khl_end(cs, &h));
+    cr_assert_eq(khl_check(cs, &h), 0);
     khl_destroy(cs, &h);
 }
 
@@ -138,18 +145,17 @@ static void check_pattern(uint32_t start, uint32_t stride, uint32_t count)
     for (uint32_t i = 0; i < count; ++i)
         khl_put(cs, &h, start + i * stride, NULL);
     cr_assert_eq(khl_size(cs, &h), count);
-    const unsigned char *ctrl = khl_ctrl_of(h.b, &khl_cs__shape);
     uint32_t nb = h.b->n_buckets, worst = 0;
     double hits = 0, misses = 0;
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, &h, k))
             continue;
-        uint32_t p = probe_groups(ctrl, nb, khl_hash_u32(khl_key(cs, &h, k)), k);
+        uint32_t p = probe_groups(h.b, khl_hash_u32(khl_key(cs, &h, k)), k);
         hits += p;
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < 20000; ++i) {
-        uint32_t p = probe_groups(ctrl, nb, khl_hash_u32(0x7fff0000u + i * 3u), UINT32_MAX);
+        uint32_t p = probe_groups(h.b, khl_hash_u32(0x7fff0000u + i * 3u), UINT32_MAX);
         misses += p;
         worst = p > worst ? p : worst;
     }

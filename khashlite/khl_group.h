@@ -1,0 +1,199 @@
+/* khl_group.h: 16 control bytes matched at once (internal to khashlite.h).
+ *
+ * A group is 16 consecutive control bytes.  Every query answers with a 16-bit
+ * mask, bit i for byte i, so the table code above is the same on every
+ * machine: SSE2 (pcmpeqb + pmovmskb, three instructions a query) where the
+ * compiler targets it, otherwise two 64-bit words matched bytewise (SWAR)
+ * and their byte-high bits gathered into the mask by one multiply.  Both
+ * implementations are always compiled under their own names so the tests
+ * can check they agree on every byte pattern; khl_group_* picks one.
+ *
+ * Control byte values: 0x00..0x7F the top 7 bits of a key's hash (a "tag"),
+ * 0x80 empty, 0xFE deleted, anything else never matches a query (a tiny
+ * table's bytes past its last bucket are masked off by the caller).
+ */
+#ifndef KHL_GROUP_H
+#define KHL_GROUP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__SSE2__) && !defined(KHL_NO_SIMD)
+#include <emmintrin.h>
+#define KHL_GROUP_SSE2 1
+#endif
+
+#define KHL_GROUP_WIDTH 16u
+#define KHL_CTRL_EMPTY ((unsigned char)0x80)
+#define KHL_CTRL_DELETED ((unsigned char)0xFE)
+
+/* --- portable: two little-endian words ------------------------------------- */
+
+typedef struct khl_group_swar { uint64_t lo, hi; } khl_group_swar_t;
+
+#define KHL_SWAR_LSB 0x0101010101010101ULL
+#define KHL_SWAR_MSB 0x8080808080808080ULL
+
+static inline uint64_t khl_swar_word(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+static inline void khl_swar_put_word(unsigned char *p, uint64_t w)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    memcpy(p, &w, sizeof w);
+}
+
+/* The high bit of each byte of hits gathered into 8 bits: bit 8k+7 lands on
+ * bit 56+k of the product, and no two partial products share a bit. */
+static inline uint32_t khl_swar_bits(uint64_t hits)
+{
+    return (uint32_t)(((hits >> 7) * 0x0102040810204080ULL) >> 56);
+}
+
+/* Byte-high bit set where the byte equals b; exact (no borrow between bytes). */
+static inline uint64_t khl_swar_eq(uint64_t w, unsigned char b)
+{
+    uint64_t x = w ^ (KHL_SWAR_LSB * b);
+    return ~(((x & ~KHL_SWAR_MSB) + ~KHL_SWAR_MSB) | x | ~KHL_SWAR_MSB);
+}
+
+static inline khl_group_swar_t khl_group_swar_load(const unsigned char *p)
+{
+    khl_group_swar_t g;
+    g.lo = khl_swar_word(p);
+    g.hi = khl_swar_word(p + 8);
+    return g;
+}
+
+static inline void khl_group_swar_store(unsigned char *p, khl_group_swar_t g)
+{
+    khl_swar_put_word(p, g.lo);
+    khl_swar_put_word(p + 8, g.hi);
+}
+
+static inline uint32_t khl_group_swar_match(khl_group_swar_t g, unsigned char tag)
+{
+    return khl_swar_bits(khl_swar_eq(g.lo, tag)) | khl_swar_bits(khl_swar_eq(g.hi, tag)) << 8;
+}
+
+static inline uint32_t khl_group_swar_empty(khl_group_swar_t g)
+{
+    return khl_group_swar_match(g, KHL_CTRL_EMPTY);
+}
+
+/* 0x80..0xFE: high bit set, and not the 0xFF that nothing uses. */
+static inline uint32_t khl_group_swar_free(khl_group_swar_t g)
+{
+    uint64_t lo = g.lo & KHL_SWAR_MSB & ~khl_swar_eq(g.lo, 0xFF);
+    uint64_t hi = g.hi & KHL_SWAR_MSB & ~khl_swar_eq(g.hi, 0xFF);
+    return khl_swar_bits(lo) | khl_swar_bits(hi) << 8;
+}
+
+static inline uint32_t khl_group_swar_full(khl_group_swar_t g)
+{
+    return khl_swar_bits(~g.lo & KHL_SWAR_MSB) | khl_swar_bits(~g.hi & KHL_SWAR_MSB) << 8;
+}
+
+static inline khl_group_swar_t khl_group_swar_with(khl_group_swar_t g, uint32_t i, unsigned char c)
+{
+    uint32_t shift = (i & 7u) * 8u;
+    uint64_t *w = i < 8u ? &g.lo : &g.hi;
+    *w = (*w & ~((uint64_t)0xff << shift)) | ((uint64_t)c << shift);
+    return g;
+}
+
+/* --- SSE2 ------------------------------------------------------------------ */
+
+#ifdef KHL_GROUP_SSE2
+typedef __m128i khl_group_sse2_t;
+
+static inline khl_group_sse2_t khl_group_sse2_load(const unsigned char *p)
+{
+    return _mm_loadu_si128((const __m128i *)(const void *)p);
+}
+
+static inline void khl_group_sse2_store(unsigned char *p, khl_group_sse2_t g)
+{
+    _mm_storeu_si128((__m128i *)(void *)p, g);
+}
+
+static inline uint32_t khl_group_sse2_match(khl_group_sse2_t g, unsigned char tag)
+{
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(g, _mm_set1_epi8((char)tag)));
+}
+
+static inline uint32_t khl_group_sse2_empty(khl_group_sse2_t g)
+{
+    return khl_group_sse2_match(g, KHL_CTRL_EMPTY);
+}
+
+/* Signed bytes below -1: 0x80..0xFE. */
+static inline uint32_t khl_group_sse2_free(khl_group_sse2_t g)
+{
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpgt_epi8(_mm_set1_epi8(-1), g));
+}
+
+static inline uint32_t khl_group_sse2_full(khl_group_sse2_t g)
+{
+    return ~(uint32_t)_mm_movemask_epi8(g) & 0xffffu;
+}
+
+static inline khl_group_sse2_t khl_group_sse2_with(khl_group_sse2_t g, uint32_t i, unsigned char c)
+{
+    const __m128i iota = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m128i at = _mm_cmpeq_epi8(iota, _mm_set1_epi8((char)i));
+    return _mm_or_si128(_mm_andnot_si128(at, g), _mm_and_si128(at, _mm_set1_epi8((char)c)));
+}
+#endif
+
+/* --- the implementation the tables use -------------------------------------- */
+
+#ifdef KHL_GROUP_SSE2
+#define KHL_GROUP_IMPL(op) khl_group_sse2_##op
+typedef khl_group_sse2_t khl_group_t;
+#else
+#define KHL_GROUP_IMPL(op) khl_group_swar_##op
+typedef khl_group_swar_t khl_group_t;
+#endif
+
+#define khl_group_load  KHL_GROUP_IMPL(load)
+#define khl_group_store KHL_GROUP_IMPL(store)
+#define khl_group_match KHL_GROUP_IMPL(match)
+#define khl_group_empty KHL_GROUP_IMPL(empty)
+#define khl_group_free  KHL_GROUP_IMPL(free)
+#define khl_group_full  KHL_GROUP_IMPL(full)
+#define khl_group_with  KHL_GROUP_IMPL(with)
+
+/* Index of the lowest / highest set bit of a nonzero mask. */
+static inline uint32_t khl_mask_lowest(uint32_t m)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (uint32_t)__builtin_ctz(m);
+#else
+    uint32_t i = 0;
+    while (!(m & 1u)) { m >>= 1; ++i; }
+    return i;
+#endif
+}
+
+static inline uint32_t khl_mask_highest(uint32_t m)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 31u - (uint32_t)__builtin_clz(m);
+#else
+    uint32_t i = 31;
+    while (!(m & 0x80000000u)) { m <<= 1; --i; }
+    return i;
+#endif
+}
+
+#endif /* KHL_GROUP_H */

@@ -1,0 +1,577 @@
+/* khl_table_impl.h: the internals of khashlite.h's tables: the block and its
+ * invariants, the probe walk, and the macros that generate a table type.
+ * Not API: names here may change in any release.  Read khashlite.h first.
+ *
+ * ---------------------------------------------------------------------------
+ * The block
+ *
+ *     [khl_block_t 16 B][ctrl: n_buckets B][pad][pairs: n_buckets x sizeof(pair)]
+ *
+ * A pair is the key, then the value for maps (boost's shape): a hit reads one
+ * control group and one pair, usually one cache line beyond the group's.
+ * Pairs are aligned for their type in memory (not only within the block: the
+ * hook promises max_align_t, an over-aligned pair gets slack), and in tables
+ * of 256 buckets or more to 64 bytes, so a group's first pairs share its
+ * first line.  pairs_pad records where they start for this block's address.
+ *
+ * Buckets form aligned groups of 16 (khl_group.h).  A table of fewer than 16
+ * buckets is one group whose control window still reads 16 bytes: the bytes
+ * past the last bucket belong to the pairs and every query is masked with
+ * khl_live_mask.  Tiny tables thus cost no sentinel bytes: 4 pairs of 16 B
+ * with their header fit in 88 bytes, one 96-byte glibc chunk.  A put takes
+ * the highest free bucket of a group, so a tiny table's first pairs (the ones
+ * inside the window) are written last: a pair store followed by the next
+ * put's window load would defeat store-to-load forwarding.
+ *
+ * The hash's top 7 bits are the tag; the log2(groups) bits below select the
+ * home group (shift = 57 - log2(groups)).  Groups are probed by triangular
+ * steps (g, g+1, g+3, g+6, ...), which visit every group of a power-of-two
+ * table once; every walk is bounded by the group count.
+ *
+ * Invariants (khl_table_check verifies them):
+ *   I1  size = number of buckets whose control byte is a tag.
+ *   I2  growth_left = capacity(n_buckets) - size - (deleted buckets), where
+ *       capacity(n) = n for one-group tables (they may fill: a walk cannot
+ *       pass their only group) and n * KHL_MAX_LOAD otherwise.
+ *   I3  A key in group G: no group before G on its probe path holds an empty
+ *       bucket.  So a lookup stops at the first group with an empty bucket.
+ *   I4  One-group tables hold no deleted bucket.
+ * A deletion leaves an empty bucket when its group already has one (no
+ * key's walk passes that group, by I3) or the table has one group, and a
+ * tombstone otherwise.  Tombstones count against capacity; when they exhaust
+ * it a put rehashes the block in place (no allocation) if the live keys fill
+ * at most half the capacity, and grows it otherwise: a churned table then
+ * runs at most half full, and rebuilds stay amortised O(1) per put.  A block
+ * sized by khl_reserve(n) holds n keys with 1/16 of its buckets to spare and
+ * is rehashed in place as long as that spare is free, which keeps reserve's
+ * promise (never allocate below n keys) at an amortised cost of 16 buckets
+ * per put.
+ */
+#ifndef KHL_TABLE_IMPL_H
+#define KHL_TABLE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "khl_group.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KHL_UNUSED __attribute__((unused))
+#define KHL_HOT_INLINE __attribute__((always_inline))
+#define KHL_NOINLINE __attribute__((noinline))
+#define KHL_PREFETCH(p) __builtin_prefetch(p)
+#define KHL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define KHL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define KHL_UNUSED
+#define KHL_HOT_INLINE
+#define KHL_NOINLINE
+#define KHL_PREFETCH(p) ((void)(p))
+#define KHL_LIKELY(x) (x)
+#define KHL_UNLIKELY(x) (x)
+#endif
+
+#ifdef __cplusplus
+#define KHL_ALIGNOF(t) alignof(t)
+#define KHL_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define KHL_ALIGNOF(t) _Alignof(t)
+#define KHL_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+#define KHL_CAT_(a, b) a##b
+#define KHL_CAT(a, b) KHL_CAT_(a, b)
+
+/* KHL_MAX_LOAD scaled by 10^4 as an integer constant expression: the
+ * constant is pasted with an exponent, so a cast of one floating literal
+ * is all the compiler sees (C11 6.6p6).  Anything but a decimal literal
+ * fails to paste or to convert, which is the compile-time error wanted. */
+#define KHL_MAX_LOAD_E4 ((int)KHL_CAT(KHL_MAX_LOAD, e4))
+
+/* Layouts: one block, or (benchmarks only, to measure what the one block
+ * gains) the header apart from [ctrl|pairs] (mruby since 2013), or header,
+ * ctrl and pairs in three allocations (klib's khash). */
+#define KHL_LAYOUT_SINGLE 0
+#define KHL_LAYOUT_SPLIT2 1
+#define KHL_LAYOUT_SPLIT3 2
+
+#define KHL_MAX_BUCKETS 0x80000000u
+#define KHL_LARGE_BUCKETS 256u      /* from here pairs start on a cache line */
+#define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
+#define KHL_RESIZE_MIN_BYTES (128u * 1024u)  /* blocks from here grow through a resize */
+
+typedef struct khl_block {
+    uint32_t n_buckets;      /* a power of two */
+    uint32_t size;           /* live keys */
+    uint32_t growth_left;    /* puts into empty buckets before a rebuild (I2) */
+    uint8_t  shift;          /* 57 - log2(groups) */
+    uint8_t  reserved;       /* 1: sized by khl_reserve, whose promise khl_table_grow keeps */
+    uint16_t pairs_pad;      /* bytes between the control bytes and pair 0 */
+} khl_block_t;
+
+/* The split layouts keep their region pointers after the counters. */
+typedef struct khl_split_block {
+    khl_block_t h;
+    unsigned char *ctrl;
+    char *pairs;
+} khl_split_block_t;
+
+/* Where a table's buckets are: what a rebuild moves keys between. */
+typedef struct khl_regions {
+    unsigned char *ctrl;
+    char *pairs;
+    uint32_t n_buckets, shift;
+} khl_regions_t;
+
+/* What the type-independent code (khl_table.c) needs of a table type. */
+typedef struct khl_type {
+    size_t pair_size, pair_align;
+    uint32_t max_load;          /* KHL_MAX_LOAD in 1/65536 */
+    int layout;
+    /* Puts every key of `from` into `to`, which is empty and large enough. */
+    void (*move)(const khl_regions_t *to, const khl_regions_t *from);
+    /* Buckets [0, n_placed) hold keys placed for another geometry, the rest
+     * are empty: places them for this one, without allocating. */
+    void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
+    uint64_t (*hash)(const void *pair);     /* khl_table_check only */
+} khl_type_t;
+
+/* --- type-independent operations (khl_table.c) ------------------------------ */
+
+struct khl_allocator;
+void   khl_table_destroy(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
+void   khl_table_clear(khl_block_t *b, const khl_type_t *t);
+int    khl_table_reserve(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t, size_t n);
+int    khl_table_shrink(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
+int    khl_table_grow(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
+int    khl_table_copy(khl_block_t **dst, const struct khl_allocator *a, const khl_block_t *src,
+                      const khl_type_t *t);
+size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t);
+/* Returns 0, or prints the first broken invariant on stderr and returns -1. */
+int    khl_table_check(const khl_block_t *b, const khl_type_t *t);
+
+/* --- the hot path's view of a block ------------------------------------------ */
+
+static inline unsigned char *khl_ctrl_at(khl_block_t *b, int layout)
+{
+    if (layout != KHL_LAYOUT_SINGLE)
+        return ((khl_split_block_t *)(void *)b)->ctrl;
+    return (unsigned char *)(b + 1);
+}
+
+static inline char *khl_pairs_at(khl_block_t *b, int layout)
+{
+    if (layout != KHL_LAYOUT_SINGLE)
+        return ((khl_split_block_t *)(void *)b)->pairs;
+    return (char *)(b + 1) + b->n_buckets + b->pairs_pad;
+}
+
+static inline uint32_t khl_live_mask(uint32_t nb)
+{
+    return nb >= KHL_GROUP_WIDTH ? 0xffffu : (1u << nb) - 1u;
+}
+
+static inline unsigned char khl_tag(uint64_t hash)
+{
+    return (unsigned char)(hash >> 57);
+}
+
+/* The walk over groups every lookup, insertion and rebuild uses. */
+typedef struct khl_probe {
+    uint32_t g, step, gmask;
+} khl_probe_t;
+
+static inline khl_probe_t khl_probe_start(uint64_t hash, uint32_t shift, uint32_t nb)
+{
+    khl_probe_t p;
+    p.gmask = (nb - 1u) / KHL_GROUP_WIDTH;
+    p.g = (uint32_t)(hash >> shift) & p.gmask;
+    p.step = 0;
+    return p;
+}
+
+/* Moves to the next group; 0 once every group has been visited. */
+static inline int khl_probe_next(khl_probe_t *p)
+{
+    if (p->step == p->gmask)
+        return 0;
+    p->g = (p->g + ++p->step) & p->gmask;
+    return 1;
+}
+
+static inline uint32_t khl_probe_base(const khl_probe_t *p)
+{
+    return p->g * KHL_GROUP_WIDTH;
+}
+
+/* Writes control byte i through its group's whole window: a byte store
+ * followed by the next query's 16-byte load of the window would defeat
+ * store-to-load forwarding. */
+static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c)
+{
+    uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
+    khl_group_store(ctrl + base, khl_group_with(khl_group_load(ctrl + base), i - base, c));
+}
+
+/* Puts tag in free bucket slot. */
+static inline void khl_fill(khl_block_t *b, unsigned char *ctrl, uint32_t slot, unsigned char tag)
+{
+    b->growth_left -= ctrl[slot] == KHL_CTRL_EMPTY;
+    khl_ctrl_set(ctrl, slot, tag);
+    b->size++;
+}
+
+/* First free bucket on the walk of `hash`; the table must have one. */
+static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uint32_t shift,
+                                     uint64_t hash)
+{
+    khl_probe_t p = khl_probe_start(hash, shift, nb);
+    uint32_t live = khl_live_mask(nb);
+    for (;;) {
+        uint32_t f = khl_group_free(khl_group_load(ctrl + khl_probe_base(&p))) & live;
+        if (f)
+            return khl_probe_base(&p) + khl_mask_highest(f);
+        khl_probe_next(&p);
+    }
+}
+
+/* Frees bucket j of the group at gp, whose control bytes are w (see the
+ * invariants above).  No branch: whether the group holds an empty bucket is
+ * data-dependent, and a mispredict here stalls the loads of the operations
+ * that follow. */
+static inline void khl_erase_in(khl_block_t *b, unsigned char *gp, khl_group_t w, uint32_t j)
+{
+    uint32_t nb = b->n_buckets;
+    uint32_t empty = ((khl_group_empty(w) & khl_live_mask(nb)) | (nb <= KHL_GROUP_WIDTH)) != 0;
+    unsigned char c = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
+    khl_group_store(gp, khl_group_with(w, j, c));
+    b->growth_left += empty;
+    b->size--;
+}
+
+static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
+{
+    uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
+    khl_erase_in(b, ctrl + base, khl_group_load(ctrl + base), i - base);
+}
+
+/* First occupied bucket at or after i, or nb: a group of buckets at a time. */
+static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uint32_t i)
+{
+    uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u), m;
+    if (i >= nb)
+        return nb;
+    m = khl_group_full(khl_group_load(ctrl + base)) & khl_live_mask(nb) & (0xffffu << (i - base));
+    while (!m) {
+        base += KHL_GROUP_WIDTH;
+        if (base >= nb)
+            return nb;
+        m = khl_group_full(khl_group_load(ctrl + base));
+    }
+    return base + khl_mask_lowest(m);
+}
+
+static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout)
+{
+    khl_regions_t r;
+    r.ctrl = khl_ctrl_at(b, layout);
+    r.pairs = khl_pairs_at(b, layout);
+    r.n_buckets = b->n_buckets;
+    r.shift = b->shift;
+    return r;
+}
+
+#ifdef __cplusplus
+}
+
+/* khl_val and the value foreach on a set: a compile-time error that says why. */
+template <bool IsMap> constexpr int khl_require_map()
+{
+    static_assert(IsMap, "khl_val / khl_foreach: this table is a set, it has keys only");
+    return 0;
+}
+#define KHL_I_REQUIRE_MAP(name) ((void)khl_require_map<khl_ismap_##name != 0>())
+#else
+#define KHL_I_REQUIRE_MAP(name)                                                     \
+    ((void)sizeof(struct {                                                          \
+        _Static_assert(khl_ismap_##name, "khl_val / khl_foreach: this table is a set, it has keys only"); \
+        int khl_unused_;                                                            \
+    }))
+#endif
+
+/* ------------------------------------------------------------------------------ */
+/* Type generation.  Generated names are khl_<op>_<name> with one-word ops, so   */
+/* no two tables' names and no library name can collide.                         */
+
+#define KHL_I_PAIR_1(name, khkey_t, khval_t)                                        \
+    typedef struct khl_pairt_##name { khkey_t key; khval_t val; } khl_pairt_##name;
+#define KHL_I_PAIR_0(name, khkey_t, khval_t)                                        \
+    typedef struct khl_pairt_##name { khkey_t key; } khl_pairt_##name;
+
+/* The handle, the pair, and the inline accessors the public macros use. */
+#define KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout)                          \
+    KHL_STATIC_ASSERT((is_map) == 0 || (is_map) == 1, "is_map must be 0 or 1");     \
+    typedef khkey_t khl_keyt_##name;                                                \
+    typedef khval_t khl_valt_##name;                                                \
+    KHL_I_PAIR_##is_map(name, khkey_t, khval_t)                                     \
+    KHL_STATIC_ASSERT(KHL_ALIGNOF(khl_pairt_##name) <= 4096,                        \
+                      "khashlite: key or value types aligned beyond 4096 bytes");   \
+    typedef struct khl_t_##name {                                                   \
+        khl_block_t *b;                                                             \
+        const khl_allocator_t *a;                                                   \
+    } khl_t_##name;                                                                 \
+    enum { khl_ismap_##name = (is_map), khl_layout_##name = (layout) };             \
+    static inline KHL_UNUSED khl_pairt_##name *khl_pairp_##name(const khl_t_##name *h, \
+                                                                khl_iter_t k)       \
+    {                                                                               \
+        return (khl_pairt_##name *)(void *)khl_pairs_at(h->b, khl_layout_##name) + k; \
+    }                                                                               \
+    static inline KHL_UNUSED int khl_exist_##name(const khl_t_##name *h, khl_iter_t k) \
+    {                                                                               \
+        return khl_ctrl_at(h->b, khl_layout_##name)[k] < KHL_CTRL_EMPTY;            \
+    }                                                                               \
+    static inline KHL_UNUSED khl_iter_t khl_next_##name(const khl_t_##name *h, khl_iter_t k) \
+    {                                                                               \
+        return h->b ? khl_scan_full(khl_ctrl_at(h->b, khl_layout_##name), h->b->n_buckets, k) : 0u; \
+    }                                                                               \
+    static inline KHL_UNUSED khl_iter_t khl_nbuckets_##name(const khl_t_##name *h)  \
+    {                                                                               \
+        return h->b ? h->b->n_buckets : 0u;                                         \
+    }                                                                               \
+    static inline KHL_UNUSED khl_iter_t khl_size_##name(const khl_t_##name *h)      \
+    {                                                                               \
+        return h->b ? h->b->size : 0u;                                              \
+    }
+
+#define KHL_I_PROTOTYPES(name)                                                      \
+    void khl_init_##name(khl_t_##name *h, const khl_allocator_t *a);                \
+    void khl_destroy_##name(khl_t_##name *h);                                       \
+    void khl_clear_##name(khl_t_##name *h);                                         \
+    int khl_reserve_##name(khl_t_##name *h, size_t n);                              \
+    int khl_shrink_##name(khl_t_##name *h);                                         \
+    int khl_copy_##name(khl_t_##name *dst, const khl_t_##name *src);                \
+    size_t khl_blocksize_##name(const khl_t_##name *h);                             \
+    int khl_check_##name(const khl_t_##name *h);                                    \
+    khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key);          \
+    khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret);      \
+    void khl_del_##name(khl_t_##name *h, khl_iter_t k);                             \
+    int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key);
+
+/* The walk shared by get, put and delkey: runs FOUND with i = the bucket
+ * holding `key`, or leaves the loop at the first group with an empty bucket
+ * (or after the last group).  ON_GROUP(w) runs for each group visited. */
+#define KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, ON_GROUP, FOUND)             \
+    {                                                                               \
+        unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
+        uint32_t nb_ = (b)->n_buckets, live_ = khl_live_mask(nb_);                  \
+        unsigned char tag_ = khl_tag(hash);                                         \
+        khl_probe_t p_ = khl_probe_start(hash, (b)->shift, nb_);                    \
+        do {                                                                        \
+            khl_group_t w_ = khl_group_load(ctrl_ + khl_probe_base(&p_));           \
+            uint32_t m_ = khl_group_match(w_, tag_) & live_;                        \
+            while (m_) {                                                            \
+                uint32_t i = khl_probe_base(&p_) + khl_mask_lowest(m_);            \
+                if (KHL_LIKELY(eq_fn((pairs)[i].key, (key)))) { FOUND }             \
+                m_ &= m_ - 1u;                                                      \
+            }                                                                       \
+            ON_GROUP                                                                \
+            if (khl_group_empty(w_) & live_)                                        \
+                break;                                                              \
+        } while (khl_probe_next(&p_));                                              \
+    }
+
+/* Starts the line of the home group's first pair while the control group
+ * arrives.  Erase and put usually touch that line (the key they find, or
+ * the bucket they fill); a lookup of an absent key would not, so get does
+ * not prefetch. */
+#define KHL_I_PREFETCH_HOME(b, hash, pairs)                                         \
+    {                                                                               \
+        khl_probe_t home_ = khl_probe_start(hash, (b)->shift, (b)->n_buckets);      \
+        KHL_PREFETCH(&(pairs)[khl_probe_base(&home_)]);                             \
+    }
+
+/* The operations.  SCOPE is "static inline KHL_UNUSED" or empty (DEFINE);
+ * HOT, for get, put and the deletions, adds always_inline to the former:
+ * their fast paths are a few dozen instructions, and a call costs as much. */
+#define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn)                                     \
+    KHL_STATIC_ASSERT(KHL_MAX_LOAD_E4 >= 2500 && KHL_MAX_LOAD_E4 <= 9375,           \
+                      "KHL_MAX_LOAD must be a decimal constant from 0.25 to 0.9375"); \
+    static KHL_UNUSED uint64_t khl_hashpair_##name(const void *p)                   \
+    {                                                                               \
+        return (uint64_t)(hash_fn(((const khl_pairt_##name *)p)->key));             \
+    }                                                                               \
+    static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
+    {                                                                               \
+        const khl_pairt_##name *fp = (const khl_pairt_##name *)(const void *)from->pairs; \
+        khl_pairt_##name *tp = (khl_pairt_##name *)(void *)to->pairs;               \
+        uint32_t i;                                                                 \
+        for (i = khl_scan_full(from->ctrl, from->n_buckets, 0); i < from->n_buckets; \
+             i = khl_scan_full(from->ctrl, from->n_buckets, i + 1)) {               \
+            uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                         \
+            uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
+            khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
+            tp[j] = fp[i];                                                          \
+        }                                                                           \
+    }                                                                               \
+    /* In place (hashbrown's way): every key to place is marked deleted; each */   \
+    /* goes to the first free bucket of its walk, unless that is in its own */     \
+    /* group; a marked key found there swaps in and is placed next. */             \
+    static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
+    {                                                                               \
+        khl_pairt_##name *pairs = (khl_pairt_##name *)(void *)r->pairs;             \
+        uint32_t i;                                                                 \
+        for (i = 0; i < n_placed; ++i)                                              \
+            r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
+        for (i = 0; i < n_placed; ++i) {                                            \
+            while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
+                uint64_t hash = (uint64_t)(hash_fn(pairs[i].key));                  \
+                uint32_t j = khl_find_free(r->ctrl, r->n_buckets, r->shift, hash);  \
+                if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
+                    khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
+                } else if (r->ctrl[j] == KHL_CTRL_EMPTY) {                          \
+                    khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
+                    khl_ctrl_set(r->ctrl, i, KHL_CTRL_EMPTY);                       \
+                    pairs[j] = pairs[i];                                            \
+                } else {                                                            \
+                    khl_pairt_##name tmp = pairs[j];                                \
+                    khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
+                    pairs[j] = pairs[i];                                            \
+                    pairs[i] = tmp;                                                 \
+                }                                                                   \
+            }                                                                       \
+        }                                                                           \
+    }                                                                               \
+    static const khl_type_t khl_type_##name KHL_UNUSED = {                          \
+        sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
+        (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000), khl_layout_##name,             \
+        khl_move_##name, khl_rehash_##name, khl_hashpair_##name};                   \
+    SCOPE void khl_init_##name(khl_t_##name *h, const khl_allocator_t *a)           \
+    {                                                                               \
+        h->b = NULL;                                                                \
+        h->a = a;                                                                   \
+    }                                                                               \
+    SCOPE void khl_destroy_##name(khl_t_##name *h)                                  \
+    {                                                                               \
+        khl_table_destroy(&h->b, h->a, &khl_type_##name);                           \
+    }                                                                               \
+    SCOPE void khl_clear_##name(khl_t_##name *h)                                    \
+    {                                                                               \
+        khl_table_clear(h->b, &khl_type_##name);                                    \
+    }                                                                               \
+    SCOPE int khl_reserve_##name(khl_t_##name *h, size_t n)                         \
+    {                                                                               \
+        return khl_table_reserve(&h->b, h->a, &khl_type_##name, n);                 \
+    }                                                                               \
+    SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
+    {                                                                               \
+        return khl_table_shrink(&h->b, h->a, &khl_type_##name);                     \
+    }                                                                               \
+    SCOPE int khl_copy_##name(khl_t_##name *dst, const khl_t_##name *src)           \
+    {                                                                               \
+        return khl_table_copy(&dst->b, dst->a, src->b, &khl_type_##name);           \
+    }                                                                               \
+    SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
+    {                                                                               \
+        return khl_table_block_size(h->b, &khl_type_##name);                        \
+    }                                                                               \
+    SCOPE int khl_check_##name(const khl_t_##name *h)                               \
+    {                                                                               \
+        return khl_table_check(h->b, &khl_type_##name);                             \
+    }                                                                               \
+    HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
+    {                                                                               \
+        khl_block_t *b = h->b;                                                      \
+        const khl_pairt_##name *pairs;                                              \
+        uint64_t hash;                                                              \
+        if (!b)                                                                     \
+            return 0;                                                               \
+        hash = (uint64_t)(hash_fn(key));                                            \
+        pairs = (const khl_pairt_##name *)(const void *)khl_pairs_at(b, khl_layout_##name); \
+        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, , return i;)                 \
+        return b->n_buckets;                                                        \
+    }                                                                               \
+    HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
+    {                                                                               \
+        khl_block_t *b = h->b;                                                      \
+        const khl_pairt_##name *pairs;                                              \
+        uint64_t hash;                                                              \
+        if (!b)                                                                     \
+            return 0;                                                               \
+        hash = (uint64_t)(hash_fn(key));                                            \
+        pairs = (const khl_pairt_##name *)(const void *)khl_pairs_at(b, khl_layout_##name); \
+        /* Start the pair's line while the control group arrives: an erase */      \
+        /* usually finds its key, and the line is the one it then waits for. */    \
+        KHL_I_PREFETCH_HOME(b, hash, pairs);                                        \
+        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, ,                            \
+                     khl_erase_in(b, ctrl_ + khl_probe_base(&p_), w_,               \
+                                  i - khl_probe_base(&p_));                         \
+                     return 1;)                                                     \
+        return 0;                                                                   \
+    }                                                                               \
+    /* The rare part of a put, kept out of line: no block yet, or no bucket */     \
+    /* the put may fill. */                                                         \
+    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putslow_##name(                   \
+        khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
+    {                                                                               \
+        khl_block_t *b;                                                             \
+        unsigned char *ctrl;                                                        \
+        uint32_t slot;                                                              \
+        if (khl_table_grow(&h->b, h->a, &khl_type_##name) < 0) {                    \
+            *ret = -1;                                                              \
+            return khl_nbuckets_##name(h);                                          \
+        }                                                                           \
+        b = h->b;                                                                   \
+        ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
+        slot = khl_find_free(ctrl, b->n_buckets, b->shift, hash);                   \
+        khl_fill(b, ctrl, slot, khl_tag(hash));                                     \
+        ((khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name))[slot].key = key; \
+        *ret = 1;                                                                   \
+        return slot;                                                                \
+    }                                                                               \
+    HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
+    {                                                                               \
+        khl_block_t *b = h->b;                                                      \
+        khl_pairt_##name *pairs;                                                    \
+        unsigned char *ctrl;                                                        \
+        uint64_t hash = (uint64_t)(hash_fn(key));                                   \
+        uint32_t slot = UINT32_MAX;                                                 \
+        int dummy;                                                                  \
+        if (!ret)                                                                   \
+            ret = &dummy;                                                           \
+        if (KHL_UNLIKELY(b == NULL))                                                \
+            return khl_putslow_##name(h, hash, key, ret);                           \
+        pairs = (khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name);     \
+        KHL_I_PREFETCH_HOME(b, hash, pairs);                                        \
+        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs,                              \
+                     if (slot == UINT32_MAX) {                                      \
+                         uint32_t f_ = khl_group_free(w_) & live_;                  \
+                         if (f_)                                                    \
+                             slot = khl_probe_base(&p_) + khl_mask_highest(f_);     \
+                     },                                                             \
+                     *ret = 0; return i;)                                           \
+        ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
+        /* An empty bucket uses up capacity; a tombstone does not. */              \
+        if (KHL_UNLIKELY(slot == UINT32_MAX ||                                      \
+                         (!b->growth_left && ctrl[slot] == KHL_CTRL_EMPTY)))        \
+            return khl_putslow_##name(h, hash, key, ret);                           \
+        khl_fill(b, ctrl, slot, khl_tag(hash));                                     \
+        pairs[slot].key = key;                                                      \
+        *ret = 1;                                                                   \
+        return slot;                                                                \
+    }                                                                               \
+    HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
+    {                                                                               \
+        unsigned char *ctrl;                                                        \
+        if (!h->b || k >= h->b->n_buckets)                                          \
+            return;                                                                 \
+        ctrl = khl_ctrl_at(h->b, khl_layout_##name);                                \
+        if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
+            khl_erase_at(h->b, ctrl, k);                                            \
+    }
+
+#endif /* KHL_TABLE_IMPL_H */

@@ -1,0 +1,346 @@
+/* test_core.c: what the v2 core adds and what it promises beyond 0.1: the two
+ * group implementations agree, tiny tables (first block sizes, one
+ * allocation for a life of up to 8 keys, the masked control window),
+ * khl_del_key, growth through the allocator's resize and its fallback,
+ * reserve's promise under churn, over-aligned types, and seeded integer
+ * hashes against crafted keys. */
+#include <criterion/criterion.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khashlite/khashlite.h"
+#include "support.h"
+
+KHL_MAP_INIT_INT(c32, uint32_t)
+KHL_MAP_INIT_INT64(c64, uint64_t)
+KHL_SET_INIT_INT64(cs64)
+
+#define W KHL_GROUP_WIDTH
+
+/* --- the group implementations ------------------------------------------- */
+
+#ifdef KHL_GROUP_SSE2
+static void check_group_pair(const unsigned char *bytes)
+{
+    khl_group_swar_t p = khl_group_swar_load(bytes);
+    khl_group_sse2_t s = khl_group_sse2_load(bytes);
+    for (unsigned tag = 0; tag < 256; ++tag)
+        cr_assert_eq(khl_group_swar_match(p, (unsigned char)tag),
+                     khl_group_sse2_match(s, (unsigned char)tag), "match %u", tag);
+    cr_assert_eq(khl_group_swar_empty(p), khl_group_sse2_empty(s));
+    cr_assert_eq(khl_group_swar_free(p), khl_group_sse2_free(s));
+    cr_assert_eq(khl_group_swar_full(p), khl_group_sse2_full(s));
+    for (uint32_t i = 0; i < W; ++i) {
+        unsigned char a[W], b[W];
+        khl_group_swar_store(a, khl_group_swar_with(p, i, 0x5A));
+        khl_group_sse2_store(b, khl_group_sse2_with(s, i, 0x5A));
+        cr_assert_eq(memcmp(a, b, W), 0, "with %u", i);
+    }
+}
+#endif
+
+Test(core, sse2_and_portable_groups_agree)
+{
+#ifdef KHL_GROUP_SSE2
+    static const unsigned char special[] = {0x00, 0x01, 0x7F, 0x80, 0x81, 0xFE, 0xFF};
+    unsigned char bytes[W];
+    uint64_t s = 99;
+    for (int round = 0; round < 2000; ++round) {
+        for (uint32_t i = 0; i < W; ++i) {
+            uint64_t r = test_rand(&s);
+            bytes[i] = r & 1 ? special[(r >> 8) % sizeof special] : (unsigned char)(r >> 16);
+        }
+        check_group_pair(bytes);
+    }
+#else
+    cr_skip_test("no SSE2 on this target: only the portable groups exist");
+#endif
+}
+
+/* Hand-checked masks of the portable groups (they run on every target). */
+Test(core, portable_group_masks)
+{
+    unsigned char g[W];
+    memset(g, 0x80, W);
+    g[0] = 0x12; g[3] = 0x12; g[9] = 0xFE; g[15] = 0xFF; g[14] = 0x7F;
+    khl_group_swar_t w = khl_group_swar_load(g);
+    cr_assert_eq(khl_group_swar_match(w, 0x12), 0x0009u);
+    cr_assert_eq(khl_group_swar_match(w, 0x7F), 0x4000u);
+    cr_assert_eq(khl_group_swar_full(w), 0x4009u);
+    cr_assert_eq(khl_group_swar_empty(w), 0xFFFFu & ~0x4009u & ~0x0200u & ~0x8000u);
+    cr_assert_eq(khl_group_swar_free(w), 0xFFFFu & ~0x4009u & ~0x8000u);
+}
+
+/* --- tiny tables ------------------------------------------------------------ */
+
+/* 448 bits of payload, as in the peer benchmark's second blueprint. */
+typedef struct { uint64_t w[7]; } payload_t;
+KHL_MAP_INIT_INT64(big, payload_t)
+
+/* Worked out by hand from the layout [16 B header][ctrl][pad][pairs]. */
+Test(core, first_blocks_fit_88_bytes)
+{
+    khl_t(c32) a;       /* uint32_t -> uint32_t: pairs of 8: 16 + 8 + 8 x 8 = 88 */
+    khl_t(big) b;       /* uint64_t -> 56 B: pairs of 64: 16 + 1 + pad 7 + 64 = 88 */
+    khl_t(cs64) c;      /* uint64_t set: pairs of 8 */
+    khl_init(c32, &a, NULL);
+    khl_init(big, &b, NULL);
+    khl_init(cs64, &c, NULL);
+    khl_put(c32, &a, 1, NULL);
+    khl_put(big, &b, 1, NULL);
+    khl_put(cs64, &c, 1, NULL);
+    cr_assert_eq(khl_n_buckets(c32, &a), 8);
+    cr_assert_eq(khl_block_size(c32, &a), 88);
+    cr_assert_eq(khl_n_buckets(big, &b), 1);
+    cr_assert_eq(khl_block_size(big, &b), 88);
+    cr_assert_eq(khl_n_buckets(cs64, &c), 8);
+    cr_assert_eq(khl_block_size(cs64, &c), 88);
+    khl_destroy(c32, &a);
+    khl_destroy(big, &b);
+    khl_destroy(cs64, &c);
+}
+
+Test(core, a_life_of_up_to_8_keys_is_one_allocation)
+{
+    for (uint32_t n = 1; n <= 8; ++n) {
+        test_alloc_t t;
+        test_alloc_init(&t);
+        khl_t(c32) h;
+        khl_init(c32, &h, &t.a);
+        for (uint32_t i = 0; i < n; ++i)
+            khl_val(c32, &h, khl_put(c32, &h, i * 0x9E3779B9u, NULL)) = i;
+        for (uint32_t i = 0; i < n; ++i)
+            cr_assert_eq(khl_val(c32, &h, khl_get(c32, &h, i * 0x9E3779B9u)), i);
+        cr_assert_eq(khl_check(c32, &h), 0);
+        khl_destroy(c32, &h);
+        cr_assert_eq(t.attempts, 1, "a life of %u keys allocated %llu times", n,
+                     (unsigned long long)t.attempts);
+        test_alloc_fini(&t);
+    }
+}
+
+/* A table of fewer than 16 buckets reads its control bytes 16 at a time: the
+ * bytes past its last bucket are pair bytes.  Values made of bytes that look
+ * empty (0x80) or like every tag must neither be taken as free buckets nor
+ * match a key. */
+Test(core, tiny_window_bytes_past_the_last_bucket_are_masked)
+{
+    static const uint32_t fills[] = {0x80808080u, 0x00010203u, 0x7F7E7D7Cu, 0xFEFEFEFEu};
+    for (unsigned f = 0; f < sizeof fills / sizeof fills[0]; ++f) {
+        khl_t(c32) h;
+        khl_init(c32, &h, NULL);
+        for (uint32_t i = 0; i < 8; ++i) {
+            khl_iter_t k = khl_put(c32, &h, i + 1000, NULL);
+            cr_assert_lt(k, 8, "put placed a key past the last bucket");
+            khl_val(c32, &h, k) = fills[f];
+            khl_key(c32, &h, k) = i + 1000;
+        }
+        cr_assert_eq(khl_n_buckets(c32, &h), 8);
+        for (uint32_t x = 0; x < 20000; ++x) {
+            khl_iter_t k = khl_get(c32, &h, x);
+            cr_assert_eq(k != khl_end(c32, &h), x >= 1000 && x < 1008, "key %u", x);
+            cr_assert_leq(k, 8);
+        }
+        /* Deleting and re-adding in the full one-group table: no tombstone. */
+        khl_del_key(c32, &h, 1003);
+        khl_put(c32, &h, 5000, NULL);
+        cr_assert_eq(khl_n_buckets(c32, &h), 8);
+        cr_assert_eq(khl_check(c32, &h), 0);
+        khl_destroy(c32, &h);
+    }
+}
+
+/* --- khl_del_key ---------------------------------------------------------------- */
+
+Test(core, del_key_erases_once_and_reports_absence)
+{
+    khl_t(c64) h;
+    khl_init(c64, &h, NULL);
+    cr_assert_eq(khl_del_key(c64, &h, 1), 0, "empty table");
+    for (uint64_t i = 0; i < 5000; ++i)
+        khl_val(c64, &h, khl_put(c64, &h, i << 20, NULL)) = i;
+    for (uint64_t i = 0; i < 5000; i += 3)
+        cr_assert_eq(khl_del_key(c64, &h, i << 20), 1);
+    for (uint64_t i = 0; i < 5000; i += 3)
+        cr_assert_eq(khl_del_key(c64, &h, i << 20), 0, "erased twice");
+    cr_assert_eq(khl_del_key(c64, &h, 12345), 0);
+    for (uint64_t i = 0; i < 5000; ++i) {
+        khl_iter_t k = khl_get(c64, &h, i << 20);
+        cr_assert_eq(k != khl_end(c64, &h), i % 3 != 0);
+        if (i % 3)
+            cr_assert_eq(khl_val(c64, &h, k), i);
+    }
+    cr_assert_eq(khl_size(c64, &h), 5000 - 1667);
+    cr_assert_eq(khl_check(c64, &h), 0);
+    khl_destroy(c64, &h);
+}
+
+/* --- growth through the allocator's resize ---------------------------------------- */
+
+/* A table large enough that its block grows through the resize call. */
+static void grow_big(test_alloc_t *t, uint32_t n)
+{
+    khl_t(c64) h;
+    khl_init(c64, &h, &t->a);
+    for (uint32_t i = 0; i < n; ++i) {
+        khl_val(c64, &h, khl_put(c64, &h, (uint64_t)i * 0x9E3779B97F4A7C15ULL, NULL)) = i;
+        cr_assert_eq(t->n_live, 1);
+        cr_assert_eq(t->live_bytes, khl_block_size(c64, &h));
+    }
+    cr_assert_eq(khl_check(c64, &h), 0);
+    for (uint32_t i = 0; i < n; ++i)
+        cr_assert_eq(khl_val(c64, &h, khl_get(c64, &h, (uint64_t)i * 0x9E3779B97F4A7C15ULL)), i);
+    khl_destroy(c64, &h);
+}
+
+Test(core, large_blocks_grow_through_resize)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    grow_big(&t, 60000);
+    cr_assert_geq(t.resizes, 2, "a table past 128 KiB must grow through resize");
+    test_alloc_fini(&t);
+}
+
+Test(core, a_refused_resize_falls_back_to_a_new_block)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    t.fail_resizes = 1;
+    grow_big(&t, 60000);
+    cr_assert_eq(t.resizes, 0);
+    test_alloc_fini(&t);
+}
+
+/* --- reserve's promise (a regression: 0.1 rebuilt reserved tables after deletes) --- */
+
+Test(core, reserve_holds_under_churn_with_no_memory_left)
+{
+    static const size_t sizes[] = {14, 100, 1000, 5000};
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
+        size_t n = sizes[s];
+        test_alloc_t t;
+        test_alloc_init(&t);
+        khl_t(c32) h;
+        khl_init(c32, &h, &t.a);
+        cr_assert_eq(khl_reserve(c32, &h, n), 0);
+        for (uint32_t i = 0; i < n; ++i)
+            khl_put(c32, &h, i, NULL);
+        t.fail_at = t.attempts + 1;
+        t.fail_after = 1;
+        uint64_t r = 7;
+        uint32_t next = (uint32_t)n;
+        for (int step = 0; step < 200000; ++step) {
+            /* Delete a random present key, then put a new one: n keys always. */
+            uint32_t victim = (uint32_t)(test_rand(&r) % next);
+            if (khl_del_key(c32, &h, victim) == 0)
+                continue;
+            int ret;
+            khl_put(c32, &h, next++, &ret);
+            cr_assert_eq(ret, 1, "reserve(%zu): a put at %zu keys failed at step %d", n,
+                         khl_size(c32, &h), step);
+        }
+        cr_assert_eq(khl_size(c32, &h), n);
+        cr_assert_eq(khl_check(c32, &h), 0);
+        khl_destroy(c32, &h);
+        test_alloc_fini(&t);
+    }
+}
+
+/* --- over-aligned types (a regression: 0.1 aligned them inside the block only) ----- */
+
+typedef struct { alignas(64) uint64_t x; } line_t;
+static uint64_t line_hash(line_t k) { return khl_hash_u64(k.x); }
+#define line_eq(a, b) ((a).x == (b).x)
+KHL_INIT(lines, line_t, uint32_t, 1, line_hash, line_eq)
+
+Test(core, over_aligned_keys_are_aligned_in_memory)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(lines) h;
+    khl_init(lines, &h, &t.a);
+    for (uint32_t i = 0; i < 3000; ++i) {
+        line_t k = {i * 7u};
+        khl_iter_t it = khl_put(lines, &h, k, NULL);
+        khl_val(lines, &h, it) = i;
+        cr_assert_eq((uintptr_t)&khl_key(lines, &h, it) % 64, 0, "key %u at %p", i,
+                     (void *)&khl_key(lines, &h, it));
+    }
+    for (uint32_t i = 0; i < 3000; ++i) {
+        line_t k = {i * 7u};
+        cr_assert_eq(khl_val(lines, &h, khl_get(lines, &h, k)), i);
+    }
+    khl_t(lines) c;
+    khl_init(lines, &c, &t.a);
+    cr_assert_eq(khl_copy(lines, &c, &h), 0);
+    for (khl_iter_t k = khl_next(lines, &c, 0); k < khl_end(lines, &c); k = khl_next(lines, &c, k + 1))
+        cr_assert_eq((uintptr_t)&khl_key(lines, &c, k) % 64, 0);
+    cr_assert_eq(khl_check(lines, &h), 0);
+    cr_assert_eq(khl_check(lines, &c), 0);
+    khl_destroy(lines, &c);
+    khl_destroy(lines, &h);
+    test_alloc_fini(&t);
+}
+
+/* --- seeded integer hashes (a regression: 0.1's were unseeded) --------------------- */
+
+#define NCRAFT 1500
+
+/* Average groups a lookup of each key walks in h (its own group included). */
+static double mean_walk(const khl_t(cs64) *h, const uint64_t *keys, uint32_t n)
+{
+    uint32_t nb = h->b->n_buckets, gmask = nb / W - 1;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        khl_iter_t k = khl_get(cs64, h, keys[i]);
+        cr_assert_neq(k, khl_end(cs64, h));
+        uint32_t g = (uint32_t)(khl_hash_u64(keys[i]) >> h->b->shift) & gmask, step = 0, walk = 1;
+        while (g != k / W) {
+            g = (g + ++step) & gmask;
+            walk++;
+        }
+        total += walk;
+    }
+    return (double)total / n;
+}
+
+static double fill_and_walk(const uint64_t *keys, uint32_t n)
+{
+    khl_t(cs64) h;
+    khl_init(cs64, &h, NULL);
+    cr_assert_eq(khl_reserve(cs64, &h, 4 * NCRAFT), 0);
+    for (uint32_t i = 0; i < n; ++i)
+        khl_put(cs64, &h, keys[i], NULL);
+    double walk = mean_walk(&h, keys, n);
+    khl_destroy(cs64, &h);
+    return walk;
+}
+
+Test(core, integer_keys_crafted_under_one_seed_are_ordinary_under_another)
+{
+    static uint64_t crafted[NCRAFT], ordinary[NCRAFT];
+    /* The attacker knows seed 1 and the table size: keys whose home is group 0. */
+    khl_seed(1);
+    khl_t(cs64) probe;
+    khl_init(cs64, &probe, NULL);
+    cr_assert_eq(khl_reserve(cs64, &probe, 4 * NCRAFT), 0);
+    uint32_t shift = probe.b->shift, gmask = probe.b->n_buckets / W - 1;
+    khl_destroy(cs64, &probe);
+    uint32_t n = 0;
+    for (uint64_t x = 1; n < NCRAFT; ++x)
+        if (((uint32_t)(khl_hash_u64(x) >> shift) & gmask) == 0)
+            crafted[n++] = x;
+    uint64_t s = 5;
+    for (uint32_t i = 0; i < NCRAFT; ++i)
+        ordinary[i] = test_rand(&s);
+    double attacked = fill_and_walk(crafted, NCRAFT);
+    cr_assert_gt(attacked, 20.0, "the crafted keys must really collide under seed 1 (%.1f groups)",
+                 attacked);
+    /* Another process draws another seed. */
+    khl_seed(0xC0FFEE1234567ULL);
+    double crafted_walk = fill_and_walk(crafted, NCRAFT), random_walk = fill_and_walk(ordinary, NCRAFT);
+    cr_assert_leq(crafted_walk, 2.0 * random_walk,
+                  "crafted keys walk %.2f groups, random %.2f", crafted_walk, random_walk);
+}
