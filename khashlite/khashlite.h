@@ -292,10 +292,6 @@ static inline uint64_t khl_hash_u32(uint32_t x)
         }                                                                           \
     }
 
-#define KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, layout)     \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout)                              \
-    KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn)
-
 #ifdef __cplusplus
 }
 #endif

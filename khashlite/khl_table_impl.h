@@ -385,6 +385,18 @@ template <bool IsMap> constexpr int khl_require_map()
         } while (khl_probe_next(&p_));                                              \
     }
 
+/* The lookup of get and delkey: runs FOUND for the bucket i holding key, or
+ * falls through.  PRE runs first when the table has a block. */
+#define KHL_I_FIND(name, hash_fn, eq_fn, h, key, PRE, FOUND)                        \
+    khl_block_t *b_ = (h)->b;                                                       \
+    if (b_) {                                                                       \
+        uint64_t hash_ = (uint64_t)(hash_fn(key));                                  \
+        const khl_pairt_##name *pairs_ =                                            \
+            (const khl_pairt_##name *)(const void *)khl_pairs_at(b_, khl_layout_##name); \
+        PRE                                                                         \
+        KHL_I_LOOKUP(name, eq_fn, b_, hash_, key, pairs_, , FOUND)                  \
+    }
+
 /* Starts the line of the home group's first pair while the control group
  * arrives.  Erase and put usually touch that line (the key they find, or
  * the bucket they fill); a lookup of an absent key would not, so get does
@@ -485,32 +497,16 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
     {                                                                               \
-        khl_block_t *b = h->b;                                                      \
-        const khl_pairt_##name *pairs;                                              \
-        uint64_t hash;                                                              \
-        if (!b)                                                                     \
-            return 0;                                                               \
-        hash = (uint64_t)(hash_fn(key));                                            \
-        pairs = (const khl_pairt_##name *)(const void *)khl_pairs_at(b, khl_layout_##name); \
-        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, , return i;)                 \
-        return b->n_buckets;                                                        \
+        KHL_I_FIND(name, hash_fn, eq_fn, h, key, , return i;)                       \
+        return khl_nbuckets_##name(h);                                              \
     }                                                                               \
     HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
     {                                                                               \
-        khl_block_t *b = h->b;                                                      \
-        const khl_pairt_##name *pairs;                                              \
-        uint64_t hash;                                                              \
-        if (!b)                                                                     \
-            return 0;                                                               \
-        hash = (uint64_t)(hash_fn(key));                                            \
-        pairs = (const khl_pairt_##name *)(const void *)khl_pairs_at(b, khl_layout_##name); \
-        /* Start the pair's line while the control group arrives: an erase */      \
-        /* usually finds its key, and the line is the one it then waits for. */    \
-        KHL_I_PREFETCH_HOME(b, hash, pairs);                                        \
-        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, ,                            \
-                     khl_erase_in(b, ctrl_ + khl_probe_base(&p_), w_,               \
-                                  i - khl_probe_base(&p_));                         \
-                     return 1;)                                                     \
+        KHL_I_FIND(name, hash_fn, eq_fn, h, key,                                    \
+                   KHL_I_PREFETCH_HOME(b_, hash_, pairs_),                          \
+                   khl_erase_in(b_, ctrl_ + khl_probe_base(&p_), w_,                \
+                                i - khl_probe_base(&p_));                           \
+                   return 1;)                                                       \
         return 0;                                                                   \
     }                                                                               \
     /* The rare part of a put, kept out of line: no block yet, or no bucket */     \
@@ -573,5 +569,11 @@ template <bool IsMap> constexpr int khl_require_map()
         if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
             khl_erase_at(h->b, ctrl, k);                                            \
     }
+
+/* KHL_INIT with a layout: the benchmarks and tests build the split layouts
+ * from the same code, so the merge measurement compares like with like. */
+#define KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, layout)     \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout)                              \
+    KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn)
 
 #endif /* KHL_TABLE_IMPL_H */
