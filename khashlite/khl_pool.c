@@ -180,29 +180,34 @@ static inline uintptr_t align_up(uintptr_t x, uintptr_t a)
     return (x + a - 1) & ~(a - 1);
 }
 
+/* What a frame of `bytes` keeps of the system's memory (its raw_size, what
+ * system_bytes counts); 0 when that does not fit a size_t. */
+static size_t frame_cost(const khl_pool_t *p, size_t bytes)
+{
+    size_t align = p->chunk_bytes;
+    if (p->backing.fn)
+        return bytes > SIZE_MAX - align ? 0 : bytes + align - GRAIN;
+    return bytes > SIZE_MAX - align - p->page ? 0 : (size_t)align_up(bytes, p->page);
+}
+
 /* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
  * slack; a backing allocator only promises malloc alignment, so we ask it for
  * the slack too and keep it (raw/raw_size say exactly what to give back). */
 static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size)
 {
     size_t align = p->chunk_bytes;
+    *raw_size = frame_cost(p, bytes);
+    if (!*raw_size)
+        return NULL;
     if (p->backing.fn) {
-        char *m;
-        if (bytes > SIZE_MAX - align)
-            return NULL;
-        *raw_size = bytes + align - GRAIN;
-        m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
+        char *m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
         if (!m)
             return NULL;
         *raw = m;
         return (char *)align_up((uintptr_t)m, align);
     } else {
-        size_t len, map;
+        size_t len = *raw_size, map = len + align - p->page;
         char *m, *a;
-        if (bytes > SIZE_MAX - align - p->page)
-            return NULL;
-        len = (size_t)align_up(bytes, p->page);
-        map = len + align - p->page;
         m = (char *)mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
@@ -212,7 +217,6 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
         if (m + map > a + len)
             munmap(a + len, (size_t)(m + map - (a + len)));
         *raw = a;
-        *raw_size = len;
         return a;
     }
 }
@@ -264,14 +268,18 @@ static void index_put(uintptr_t *t, size_t cap, uintptr_t key)
     t[i] = key;
 }
 
-/* Room for one more key, so that inserting after a frame is set up cannot
- * fail.  Kept at most half full. */
-static int index_make_room(khl_pool_t *p)
+/* Room for n more keys, so that inserting them once their frames are set
+ * up cannot fail.  Kept at most half full. */
+static int index_make_room(khl_pool_t *p, size_t n)
 {
     size_t cap = p->index_cap ? p->index_cap * 2 : 16, i;
     uintptr_t *t;
-    if (2 * (p->index_n + 1) <= p->index_cap)
+    if (n > SIZE_MAX / (4 * sizeof *t) - p->index_n)
+        return -1;
+    if (2 * (p->index_n + n) <= p->index_cap)
         return 0;
+    while (cap < 2 * (p->index_n + n))
+        cap *= 2;
     t = (uintptr_t *)meta_alloc(p->meta, cap * sizeof *t);
     if (!t)
         return -1;
@@ -303,24 +311,43 @@ static void index_del(khl_pool_t *p, uintptr_t key)
     p->index_n--;
 }
 
-/* A frame of the given kind with its header filled in and indexed. */
-static chunk_t *frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+/* A frame of the given kind with its header filled in, not yet indexed nor
+ * counted: until frame_adopt, frame_free drops it without a trace, so a call
+ * that fails later leaves the pool as it was. */
+static chunk_t *frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
 {
     void *raw;
     size_t raw_size;
-    chunk_t *k;
-    if (index_make_room(p) < 0)
-        return NULL;
-    k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
+    chunk_t *k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
     if (!k)
         return NULL;
     k->kind = kind;
     k->raw = raw;
     k->raw_size = raw_size;
     k->prev = k->next = k->fresh_next = NULL;
+    return k;
+}
+
+/* Makes a taken frame the pool's; the index must have room (index_make_room). */
+static void frame_adopt(khl_pool_t *p, chunk_t *k)
+{
     index_put(p->index, p->index_cap, (uintptr_t)k);
     p->index_n++;
-    p->system += raw_size;
+    p->system += k->raw_size;
+}
+
+/* A frame of the given kind, indexed and counted.  The frame comes before
+ * the index's room: a grown index is no use to a call that fails. */
+static chunk_t *frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+{
+    chunk_t *k;
+    if (!(k = frame_take(p, bytes, kind)))
+        return NULL;
+    if (index_make_room(p, 1) < 0) {
+        frame_free(p, k->raw, k->raw_size);
+        return NULL;
+    }
+    frame_adopt(p, k);
     return k;
 }
 
@@ -365,30 +392,47 @@ static inline void note_alloc(khl_pool_t *p, size_t bytes)
         p->peak = p->in_use;
 }
 
-static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+static inline uint32_t chunk_kind(const khl_pool_t *p)
 {
-    size_t size = p->cls[c].size, bits = 0, off;
-    chunk_t *k = frame_new(p, p->chunk_bytes, p->flags ? KIND_SMALL : KIND_FAST);
-    if (!k)
-        return NULL;
+    return p->flags ? KIND_SMALL : KIND_FAST;
+}
+
+/* Where class c's first slot sits in a chunk (*off), and how many fit. */
+static size_t chunk_layout(const khl_pool_t *p, unsigned c, size_t *off)
+{
+    size_t size = p->cls[c].size, bits = 0;
     if (p->flags & F_CHECKED)
         bits = (p->chunk_bytes - HDR) / size;
-    off = (HDR + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
+    *off = (HDR + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
     /* Slab colouring: without it the first block of every class sits at the
      * same offset from a chunk_bytes boundary, so a table's old and new
      * blocks (neighbouring classes) alias in the L1 cache and in the CPU's
      * 4 KiB store/load disambiguation; a rebuild copying from one to the
      * other then stalls (churn at 16 and 32 keys ran 1.5x slower). */
-    off += (size_t)c * 11u % 64u * 64u;
+    *off += (size_t)c * 11u % 64u * 64u;
+    return (p->chunk_bytes - *off) / size;
+}
+
+/* Makes an adopted frame a chunk of class c. */
+static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
+{
+    size_t off;
+    k->cap = chunk_layout(p, c, &off);
     k->cls = c;
-    k->size = size;
+    k->size = p->cls[c].size;
     k->slots = k->bump = (char *)k + off;
-    k->cap = (p->chunk_bytes - off) / size;
     k->scratch = 0;
-    if (bits)
+    if (p->flags & F_CHECKED)
         memset(k->live, 0, (k->cap + 7) / 8);
     list_push(&p->cls[c].chunks, k);
     p->nchunks++;
+}
+
+static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+{
+    chunk_t *k = frame_new(p, p->chunk_bytes, chunk_kind(p));
+    if (k)
+        chunk_init(p, k, c);
     return k;
 }
 
@@ -597,35 +641,41 @@ static void touch(const khl_pool_t *p, char *from, char *to)
         *q = 0;
 }
 
+/* Every chunk a reserve needs is taken, and the index made room for them,
+ * before any becomes the pool's or has a page touched: a failure anywhere
+ * drops them and leaves the pool as it was. */
 static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
 {
     cls_t *c = &p->cls[ci];
-    chunk_t *added = NULL;
+    chunk_t *added = NULL, *k;
+    size_t off, cap = chunk_layout(p, ci, &off), cost = frame_cost(p, p->chunk_bytes);
     size_t need, ready = cls_ready(c), in_bump, nfree = cls_nfree(c), held = cls_reserved(c);
+    size_t nk, i;
     if (count > SIZE_MAX - held || held + count > SIZE_MAX / c->size)
         return -1;
     need = held + count;
-    while (ready < need) {
-        chunk_t *k = chunk_new(p, ci);
-        if (!k) {
-            while (added) {
-                k = added->fresh_next;
-                chunk_release(p, added);
-                added = k;
-            }
-            return -1;
-        }
-        touch(p, k->slots, k->slots + k->cap * k->size);
+    nk = need > ready ? (need - ready + cap - 1) / cap : 0;
+    if (nk > SIZE_MAX / cost)
+        return -1;
+    for (i = 0; i < nk && (k = frame_take(p, p->chunk_bytes, chunk_kind(p))) != NULL; i++) {
         k->fresh_next = added;
         added = k;
-        ready += k->cap;
     }
-    while (added) {
-        chunk_t *k = added->fresh_next;
+    if (i < nk || index_make_room(p, nk) < 0) {
+        for (; added; added = k) {
+            k = added->fresh_next;
+            frame_free(p, added->raw, added->raw_size);
+        }
+        return -1;
+    }
+    for (; added; added = k) {
+        k = added->fresh_next;
+        frame_adopt(p, added);
+        chunk_init(p, added, ci);
+        touch(p, added->slots, added->slots + added->cap * added->size);
         added->fresh_next = c->fresh;
         c->fresh = added;
         c->fresh_slots += added->cap;
-        added = k;
     }
     /* Free blocks were used, so their pages are in; the rest of the
      * reserve comes first from the current chunk's never-used slots. */

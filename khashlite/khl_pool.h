@@ -168,9 +168,11 @@ int khl_pool_owns(const khl_pool_t *p, const void *ptr);
 /* Makes `count` more blocks of n's size class ready, their pages touched:
  * the next `count` allocations of that class never go to the system.
  * Reserves add up and trim keeps them; a reserve is used up by allocations
- * of its class.  Returns 0, or -1 with nothing reserved when memory runs out,
+ * of its class.  Returns 0, or -1 with nothing reserved and the pool
+ * unchanged when memory runs out,
  * count * size overflows, or n is 0 or larger than max_small (large blocks
- * have no class to reserve).  count == 0 returns 0.  O(count) page touches. */
+ * have no class to reserve).  count == 0 returns 0.  O(count) page touches,
+ * none when it fails. */
 int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 
 /* Gives back to the system every chunk that holds no live block, except

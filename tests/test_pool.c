@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,20 @@ static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
+}
+
+/* Every field: a call that reports failure leaves the pool exactly as it was. */
+static void assert_stats_unchanged(const khl_pool_stats_t *was, const khl_pool_t *p, const char *what)
+{
+    khl_pool_stats_t s = stats_of(p);
+    cr_assert_eq(s.in_use_bytes, was->in_use_bytes, "%s: in_use_bytes %zu -> %zu", what, was->in_use_bytes, s.in_use_bytes);
+    cr_assert_eq(s.peak_bytes, was->peak_bytes, "%s: peak_bytes %zu -> %zu", what, was->peak_bytes, s.peak_bytes);
+    cr_assert_eq(s.system_bytes, was->system_bytes, "%s: system_bytes %zu -> %zu", what, was->system_bytes, s.system_bytes);
+    cr_assert_eq(s.allocs, was->allocs, "%s: allocs moved", what);
+    cr_assert_eq(s.frees, was->frees, "%s: frees moved", what);
+    cr_assert_eq(s.meta_bytes, was->meta_bytes, "%s: meta_bytes %zu -> %zu", what, was->meta_bytes, s.meta_bytes);
+    cr_assert_eq(s.chunks, was->chunks, "%s: chunks %zu -> %zu", what, was->chunks, s.chunks);
+    cr_assert_eq(s.large_blocks, was->large_blocks, "%s: large_blocks %zu -> %zu", what, was->large_blocks, s.large_blocks);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -759,56 +774,86 @@ Test(pool_failure, new_fails_cleanly)
     free(c);
 }
 
-/* Fail the k-th backing call for every k a workload reaches: the failing
- * call reports it, the stats do not move, and nothing leaks. */
+/* A workload of allocations small and large, reserves and realloc growth
+ * whose k-th backing call fails (k 0: none).  A call that reports failure
+ * must leave every stats field as it was - meta_bytes included: the chunk
+ * index must not grow for a chunk that never came - and a block that failed
+ * to grow keeps its contents; nothing leaks.  Returns the failures seen and
+ * the backing calls made in *calls. */
+static int failure_run(int ts, int checked, size_t k, size_t *calls)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
+    void *live[64];
+    size_t size[64], nlive = 0, step, first = c->calls;
+    char what[64];
+    int failures = 0;
+    c->fail_at = k ? first + k : 0;
+    for (step = 0; step < 80; step++) {
+        khl_pool_stats_t before = stats_of(p);
+        size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
+        snprintf(what, sizeof what, "k=%zu step=%zu", k, step);
+        if (step % 7 == 6) {
+            int r = khl_pool_reserve(p, 16 + step * 10, 200);
+            if (r < 0) {
+                failures++;
+                assert_stats_unchanged(&before, p, what);
+            } else {
+                cr_assert_eq(r, 0);
+            }
+        } else if (step % 5 == 4 && nlive) {
+            /* grow the newest block: to another class, or to large */
+            size_t m = size[nlive - 1] * 2 + 100;
+            void *q = khl_pool_realloc(p, live[nlive - 1], size[nlive - 1], m);
+            if (!q) {
+                failures++;
+                assert_stats_unchanged(&before, p, what);
+                cr_assert(check(live[nlive - 1], size[nlive - 1], nlive - 1), "%s", what);
+            } else {
+                cr_assert(check(q, size[nlive - 1], nlive - 1), "%s", what);
+                live[nlive - 1] = q;
+                size[nlive - 1] = m;
+                fill(q, m, nlive - 1);
+            }
+        } else if ((live[nlive] = khl_pool_alloc(p, n)) == NULL) {
+            failures++;
+            assert_stats_unchanged(&before, p, what);
+        } else {
+            cr_assert_eq(stats_of(p).allocs, before.allocs + 1);
+            size[nlive] = n;
+            fill(live[nlive], n, nlive);
+            nlive++;
+        }
+    }
+    *calls = c->calls - first;
+    while (nlive) {
+        nlive--;
+        cr_assert(check(live[nlive], size[nlive], nlive));
+        khl_pool_free_unsized(p, live[nlive]);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
+    free(c);
+    return failures;
+}
+
+/* Fails each backing call the workload makes, one run per call.  Where a
+ * large block has room to grow in place depends on the address backing
+ * gave, so runs differ in how many calls they make: a run that never
+ * reaches its k-th call must see no failure. */
 static void failure_sweep(int ts, int checked)
 {
-    size_t k;
-    for (k = 1; k < 40; k++) {
-        counting_t *c = counting_new();
-        khl_allocator_t a = counting_alloc(c);
-        khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
-        void *live[64];
-        size_t nlive = 0, step;
-        int failures = 0;
-        c->fail_at = c->calls + k;
-        for (step = 0; step < 60; step++) {
-            khl_pool_stats_t before = stats_of(p), after;
-            size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
-            if (step % 7 == 6) {
-                int r = khl_pool_reserve(p, 16 + step * 10, 200);
-                after = stats_of(p);
-                if (r < 0) {
-                    failures++;
-                    cr_assert_eq(after.system_bytes, before.system_bytes, "k=%zu", k);
-                    cr_assert_eq(after.chunks, before.chunks);
-                } else {
-                    cr_assert_eq(r, 0);
-                }
-                continue;
-            }
-            live[nlive] = khl_pool_alloc(p, n);
-            after = stats_of(p);
-            if (!live[nlive]) {
-                failures++;
-                cr_assert_eq(after.allocs, before.allocs, "k=%zu step=%zu", k, step);
-                cr_assert_eq(after.in_use_bytes, before.in_use_bytes);
-                cr_assert_eq(after.system_bytes, before.system_bytes);
-                cr_assert_eq(after.chunks, before.chunks);
-                cr_assert_eq(after.large_blocks, before.large_blocks);
-            } else {
-                cr_assert_eq(after.allocs, before.allocs + 1);
-                memset(live[nlive], 1, n);
-                nlive++;
-            }
-        }
-        cr_assert_leq(failures, 1, "only the k-th call fails");
-        while (nlive)
-            khl_pool_free_unsized(p, live[--nlive]);
-        cr_assert_eq(stats_of(p).in_use_bytes, 0);
-        khl_pool_destroy(p);
-        cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
-        free(c);
+    size_t k, total, calls;
+    cr_assert_eq(failure_run(ts, checked, 0, &total), 0);
+    cr_assert_gt(total, 20, "the workload makes only %zu backing calls", total);
+    for (k = 1; k <= total; k++) {
+        int failures = failure_run(ts, checked, k, &calls);
+        cr_assert_eq(failures, calls >= k, "k=%zu: %d failures reported in %zu backing calls", k,
+                     failures, calls);
+        if (calls > total)
+            total = calls;
     }
 }
 
@@ -836,7 +881,7 @@ Test(pool_failure, reserve_failure_reserves_nothing)
     c->fail_at = c->calls + 3;   /* the third chunk of the reserve fails */
     s = stats_of(p);
     cr_assert_eq(khl_pool_reserve(p, 100, 1000), -1);
-    cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "chunks taken so far went back");
+    assert_stats_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
     cr_assert_eq(stats_of(p).chunks, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
