@@ -92,10 +92,11 @@ typedef struct cls {
     void **lim;                   /* one past its last entry */
     size_t size;
     /* Blocks that left and came back to this class: the number of free
-     * blocks and the reserve left follow from them (cls_nfree,
-     * cls_reserved). */
+     * blocks follows from them (cls_nfree), and in a single-threaded pool
+     * the reserve left (cls_reserved). */
     uint64_t allocs, frees;
-    uint64_t reserve_until;       /* reserve holds until allocs reaches this */
+    uint64_t reserve_until;       /* reserve holds until cls_user_allocs reaches this; 0: none */
+    uint64_t ts_allocs;           /* thread-safe: callers' allocations no live thread record counts */
     size_t carved;                /* slots ever bumped, in chunks other than cur */
     chunk_t *cur;
     chunk_t *fresh;               /* chunks with all slots never used */
@@ -454,9 +455,33 @@ static size_t cls_nfree(const cls_t *c)
     return c->carved + in_cur - (size_t)(c->allocs - c->frees);
 }
 
-static size_t cls_reserved(const cls_t *c)
+static uint64_t entries_allocs(const khl_pool_t *p, unsigned ci);
+
+/* Callers' allocations of class ci so far, which a reserve counts down
+ * against (lock held).  A thread-safe pool's c->allocs counts blocks moved
+ * to thread caches instead: surplus blocks a cache took and then handed out
+ * would never use a reserve up, and trim would keep its chunks for ever. */
+static uint64_t cls_user_allocs(const khl_pool_t *p, unsigned ci)
 {
-    return c->reserve_until > c->allocs ? (size_t)(c->reserve_until - c->allocs) : 0;
+    const cls_t *c = &p->cls[ci];
+    if (!(p->flags & F_THREADS))
+        return c->allocs;
+    return c->ts_allocs + entries_allocs(p, ci);
+}
+
+/* Blocks of class ci still promised by reserves (lock held).  A reserve
+ * used up is forgotten, so later calls skip the count. */
+static size_t cls_reserved(khl_pool_t *p, unsigned ci)
+{
+    cls_t *c = &p->cls[ci];
+    uint64_t done;
+    if (!c->reserve_until)
+        return 0;
+    done = cls_user_allocs(p, ci);
+    if (done < c->reserve_until)
+        return (size_t)(c->reserve_until - done);
+    c->reserve_until = 0;
+    return 0;
 }
 
 static size_t cls_ready(const cls_t *c)
@@ -649,7 +674,7 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
     cls_t *c = &p->cls[ci];
     chunk_t *added = NULL, *k;
     size_t off, cap = chunk_layout(p, ci, &off), cost = frame_cost(p, p->chunk_bytes);
-    size_t need, ready = cls_ready(c), in_bump, nfree = cls_nfree(c), held = cls_reserved(c);
+    size_t need, ready = cls_ready(c), in_bump, nfree = cls_nfree(c), held = cls_reserved(p, ci);
     size_t nk, i;
     if (count > SIZE_MAX - held || held + count > SIZE_MAX / c->size)
         return -1;
@@ -684,7 +709,7 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         in_bump = bump_left(c);
     if (in_bump)
         touch(p, c->bump, c->bump + in_bump * c->size);
-    c->reserve_until = c->allocs + need;
+    c->reserve_until = cls_user_allocs(p, ci) + need;
     return 0;
 }
 
@@ -713,7 +738,7 @@ static void core_trim_class(khl_pool_t *p, unsigned ci)
     cls_t *c = &p->cls[ci];
     chunk_t *k, *next, **fp;
     free_blocks_t fb;
-    size_t ready = cls_ready(c), held = cls_reserved(c), doomed = 0;
+    size_t ready = cls_ready(c), held = cls_reserved(p, ci), doomed = 0;
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)
@@ -855,6 +880,7 @@ static void *core_alloc(khl_pool_t *p, size_t n)
         if (!b)
             return NULL;
         c->allocs++;
+        c->ts_allocs++;
         p->x_allocs++;
         if (p->flags & F_CHECKED)
             set_live(chunk_of(p, b), b, 1);
@@ -976,6 +1002,16 @@ static void entry_counts(const khl_pool_t *p, const tentry_t *e, size_t *in_use,
     }
 }
 
+/* Allocations of class ci the live thread records count (lock held). */
+static uint64_t entries_allocs(const khl_pool_t *p, unsigned ci)
+{
+    uint64_t n = 0;
+    const tentry_t *e;
+    for (e = p->threads; e; e = e->next)
+        n += atomic_load_explicit(&e->c[ci].allocs, memory_order_relaxed);
+    return n;
+}
+
 /* Exact in a quiet pool; sampled (lock held) at refills. */
 static void sample_peak(khl_pool_t *p)
 {
@@ -1044,8 +1080,11 @@ static void entry_return_blocks(khl_pool_t *p, tentry_t *e)
 /* Gives the record's blocks and counts back and unlinks it (lock held). */
 static void entry_drain(khl_pool_t *p, tentry_t *e)
 {
+    unsigned i;
     entry_return_blocks(p, e);
     entry_counts(p, e, &p->in_use, &p->x_allocs, &p->x_frees);
+    for (i = 0; i < p->ncls; i++)
+        p->cls[i].ts_allocs += atomic_load_explicit(&e->c[i].allocs, memory_order_relaxed);
     if (e->prev)
         e->prev->next = e->next;
     else
@@ -1165,8 +1204,9 @@ static inline tentry_t *my_entry(khl_pool_t *p)
 }
 
 /* Reserve held: blocks promised by khl_pool_reserve stay in the pool, where
- * any thread can get them.  Take only the surplus, or a single block counted
- * against the reserve. */
+ * any thread can get them.  Take only the surplus, or the single block the
+ * caller is about to allocate.  Either counts against the reserve when
+ * handed out (cls_user_allocs), not here. */
 static void *refill_reserved(khl_pool_t *p, tcls_t *t, unsigned ci, size_t held)
 {
     cls_t *c = &p->cls[ci];
@@ -1181,11 +1221,8 @@ static void *refill_reserved(khl_pool_t *p, tcls_t *t, unsigned ci, size_t held)
         *(void **)x = t->alloc;
         t->alloc = x;
     }
-    if (b) {
+    if (b)
         c->allocs += i;
-        if (ready > held)
-            c->reserve_until += i;
-    }
     return b;
 }
 
@@ -1200,7 +1237,7 @@ static NOINLINE void *ts_refill(khl_pool_t *p, tcls_t *t, unsigned ci)
     size_t held, n = 0;
     void *b = NULL;
     pthread_mutex_lock(&p->lock);
-    held = cls_reserved(c);
+    held = cls_reserved(p, ci);
     if (held) {
         b = refill_reserved(p, t, ci, held);
     } else if ((b = take_chain(p, ci, &t->stash)) != NULL) {

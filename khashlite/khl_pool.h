@@ -168,8 +168,9 @@ int khl_pool_owns(const khl_pool_t *p, const void *ptr);
 /* Makes `count` more blocks of n's size class ready, their pages touched:
  * the next `count` allocations of that class never go to the system.
  * Reserves add up and trim keeps them; a reserve is used up by allocations
- * of its class.  Returns 0, or -1 with nothing reserved and the pool
- * unchanged when memory runs out,
+ * of its class (thread-safe pools: by any thread, counted when a caller gets
+ * the block, not when a thread's cache takes it).  Returns 0, or -1 with
+ * nothing reserved and the pool unchanged when memory runs out,
  * count * size overflows, or n is 0 or larger than max_small (large blocks
  * have no class to reserve).  count == 0 returns 0.  O(count) page touches,
  * none when it fails. */
@@ -177,8 +178,12 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 
 /* Gives back to the system every chunk that holds no live block, except
  * those needed to keep outstanding reserves ready.  In a thread-safe pool
- * the calling thread's cache goes back first; blocks in other threads'
- * caches count as live.  O(free blocks + chunks). */
+ * the calling thread's cache for this pool goes back first, all of it
+ * (blocks to hand out, blocks it freed, flushed batches, never-used runs;
+ * its next allocation refills under the lock), so once every block is freed
+ * it gives back what a single-threaded pool would.  Blocks in other live
+ * threads' caches count as live: trim cannot take them from their owners,
+ * who give them back when they exit.  O(free blocks + chunks). */
 void khl_pool_trim(khl_pool_t *p);
 
 /* Fills *s.  Thread-safe pools: counts are exact when no call is running;

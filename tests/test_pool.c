@@ -592,6 +592,49 @@ Test(pool_reserve, thread_safe_pool_keeps_the_promise)
     khl_pool_destroy(p);
 }
 
+/* A reserve is used up by `count` allocations of its class in either mode:
+ * a thread-safe pool once counted the blocks its thread cache took beyond
+ * the reserve as not using it, so after 3001 allocations of a 3000-block
+ * reserve, every block freed, trim still kept a chunk.  Half way, a trim
+ * must still keep what is reserved. */
+static void reserve_used_up(int ts)
+{
+    enum { N = 3000 };
+    static void *b[N + 1];
+    khl_pool_t *p = pool_with(0, 0, ts, 0, NULL);
+    size_t sys, i;
+    cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
+    for (i = 0; i < N / 2; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    khl_pool_trim(p);
+    sys = stats_of(p).system_bytes;
+    for (; i <= N; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    cr_assert_eq(stats_of(p).system_bytes, sys, "the reserve held across the trim");
+    for (i = 0; i < 1000000; i++) {
+        void *x = khl_pool_alloc(p, 100);
+        cr_assert_not_null(x);
+        khl_pool_free(p, x, 100);
+    }
+    for (i = 0; i <= N; i++)
+        khl_pool_free(p, b[i], 100);
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0, "thread_safe=%d: trim kept %zu bytes", ts,
+                 stats_of(p).system_bytes);
+    cr_assert_eq(stats_of(p).chunks, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_reserve, used_up_then_trimmed_single_threaded)
+{
+    reserve_used_up(0);
+}
+
+Test(pool_reserve, used_up_then_trimmed_thread_safe)
+{
+    reserve_used_up(1);
+}
+
 Test(pool_trim, returns_wholly_free_chunks_only)
 {
     enum { N = 20000 };
