@@ -122,6 +122,8 @@ struct khl_pool {
     uint64_t large_allocs, large_frees;
     uint64_t x_allocs, x_frees;   /* thread-safe: small blocks counted outside thread records */
     size_t chunk_bytes, page;
+    size_t limit;                 /* limit_bytes; 0: none */
+    size_t phys;                  /* physical memory, SIZE_MAX when unknown */
     khl_allocator_t backing;      /* fn NULL: mmap */
     const khl_allocator_t *meta;  /* where the pool and its index live */
     void *self_raw;               /* the pool's own allocation, aligned inside */
@@ -182,13 +184,19 @@ static inline uintptr_t align_up(uintptr_t x, uintptr_t a)
 }
 
 /* What a frame of `bytes` keeps of the system's memory (its raw_size, what
- * system_bytes counts); 0 when that does not fit a size_t. */
+ * system_bytes and limit_bytes count); 0 when that does not fit a size_t. */
 static size_t frame_cost(const khl_pool_t *p, size_t bytes)
 {
     size_t align = p->chunk_bytes;
     if (p->backing.fn)
         return bytes > SIZE_MAX - align ? 0 : bytes + align - GRAIN;
     return bytes > SIZE_MAX - align - p->page ? 0 : (size_t)align_up(bytes, p->page);
+}
+
+/* 1 when the pool may take `cost` more bytes from the system. */
+static int within_limit(const khl_pool_t *p, size_t cost)
+{
+    return !p->limit || (cost <= p->limit && p->system <= p->limit - cost);
 }
 
 /* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
@@ -342,7 +350,7 @@ static void frame_adopt(khl_pool_t *p, chunk_t *k)
 static chunk_t *frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
 {
     chunk_t *k;
-    if (!(k = frame_take(p, bytes, kind)))
+    if (!within_limit(p, frame_cost(p, bytes)) || !(k = frame_take(p, bytes, kind)))
         return NULL;
     if (index_make_room(p, 1) < 0) {
         frame_free(p, k->raw, k->raw_size);
@@ -680,7 +688,9 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         return -1;
     need = held + count;
     nk = need > ready ? (need - ready + cap - 1) / cap : 0;
-    if (nk > SIZE_MAX / cost)
+    /* The new chunks' pages are all touched: more than limit_bytes, or than
+     * the machine has, would not fail but wake the kernel's OOM killer. */
+    if (nk && (nk > SIZE_MAX / cost || !within_limit(p, nk * cost) || nk * cost > p->phys))
         return -1;
     for (i = 0; i < nk && (k = frame_take(p, p->chunk_bytes, chunk_kind(p))) != NULL; i++) {
         k->fresh_next = added;
@@ -1376,7 +1386,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     const khl_allocator_t *meta;
     size_t max_small, chunk, bytes;
     unsigned ncls, i;
-    long page = sysconf(_SC_PAGESIZE);
+    long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES);
     khl_pool_t *p;
     void *raw;
     if (opt)
@@ -1411,6 +1421,8 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->chunk_bytes = chunk;
     p->mask = (uintptr_t)chunk - 1;
     p->page = page > 0 ? (size_t)page : 4096;
+    p->limit = o.limit_bytes;
+    p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
     if (o.backing)
         p->backing = *o.backing;
     p->meta = meta;

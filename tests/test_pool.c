@@ -3,6 +3,7 @@
  * allocator, failure injection, checked-mode aborts, a randomised
  * differential run, and khashlite tables on a pool. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include <signal.h>
 #include <stdint.h>
@@ -124,8 +125,8 @@ static int aligned(const void *b)
     return (uintptr_t)b % ALIGN_MAX == 0;
 }
 
-static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked,
-                             const khl_allocator_t *backing)
+static khl_pool_t *pool_with_limit(size_t max_small, size_t chunk, int ts, int checked,
+                                   const khl_allocator_t *backing, size_t limit)
 {
     khl_pool_options_t o;
     khl_pool_t *p;
@@ -135,9 +136,16 @@ static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked
     o.thread_safe = ts;
     o.checked = checked;
     o.backing = backing;
+    o.limit_bytes = limit;
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
+}
+
+static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked,
+                             const khl_allocator_t *backing)
+{
+    return pool_with_limit(max_small, chunk, ts, checked, backing, 0);
 }
 
 /* Every field: a call that reports failure leaves the pool exactly as it was. */
@@ -927,6 +935,119 @@ Test(pool_failure, reserve_failure_reserves_nothing)
     assert_stats_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
     cr_assert_eq(stats_of(p).chunks, 0);
     khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* limit_bytes                                                               */
+
+/* Fills a pool limited to three chunks (mmap: a chunk costs exactly
+ * chunk_bytes) with 100-byte blocks; then every kind of call that needs more
+ * system memory fails with the pool unchanged, and after everything is freed
+ * and trimmed the whole limit is usable again. */
+static void limit_holds(int ts, int checked)
+{
+    enum { MAX = 10000 };
+    static void *b[MAX];
+    const size_t limit = 3 * KHL_POOL_DEFAULT_CHUNK_BYTES;
+    khl_pool_t *p = pool_with_limit(0, 0, ts, checked, NULL, limit);
+    khl_pool_stats_t s;
+    size_t n = 0, i;
+    while (n < MAX && (b[n] = khl_pool_alloc(p, 100)) != NULL)
+        fill(b[n], 100, n), n++;
+    cr_assert_lt(n, MAX, "the limit never stopped allocation");
+    s = stats_of(p);
+    cr_assert_eq(s.system_bytes, limit, "ts=%d checked=%d: %zu bytes held", ts, checked, s.system_bytes);
+    cr_assert_eq(s.chunks, 3);
+    cr_assert_null(khl_pool_alloc(p, 100));
+    assert_stats_unchanged(&s, p, "small alloc past the limit");
+    cr_assert_null(khl_pool_alloc(p, 16));
+    assert_stats_unchanged(&s, p, "alloc of a new class past the limit");
+    cr_assert_null(khl_pool_alloc(p, 20000));
+    assert_stats_unchanged(&s, p, "large alloc past the limit");
+    cr_assert_eq(khl_pool_reserve(p, 100, 1), -1);
+    assert_stats_unchanged(&s, p, "reserve past the limit");
+    cr_assert_null(khl_pool_realloc(p, b[0], 100, 5000));
+    assert_stats_unchanged(&s, p, "realloc growth past the limit");
+    cr_assert(check(b[0], 100, 0));
+    for (i = 0; i < n; i++) {
+        cr_assert(check(b[i], 100, i));
+        khl_pool_free(p, b[i], 100);
+    }
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    /* the limit counts what is held now: all of it is free again */
+    cr_assert_null(khl_pool_alloc(p, limit), "a block plus its header exceeds the limit");
+    cr_assert_not_null(b[0] = khl_pool_alloc(p, limit - 4096));
+    cr_assert_eq(stats_of(p).system_bytes, limit);
+    khl_pool_free_unsized(p, b[0]);
+    cr_assert_eq(khl_pool_reserve(p, 100, 1000), 0);
+    cr_assert_leq(stats_of(p).system_bytes, limit);
+    khl_pool_destroy(p);
+}
+
+typedef struct pool_mode { int ts, checked; } pool_mode_t;
+
+ParameterizedTestParameters(pool_limit, calls_past_the_limit_fail)
+{
+    static pool_mode_t modes[] = {{0, 0}, {0, 1}, {1, 0}};   /* single-threaded, checked, thread-safe */
+    return cr_make_param_array(pool_mode_t, modes, sizeof modes / sizeof modes[0]);
+}
+
+ParameterizedTest(pool_mode_t *m, pool_limit, calls_past_the_limit_fail)
+{
+    limit_holds(m->ts, m->checked);
+}
+
+/* A backing allocator's chunk costs chunk_bytes - 16 more than it holds:
+ * the limit counts what backing gave (system_bytes), not chunk_bytes. */
+Test(pool_limit, counts_what_backing_gave)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with_limit(0, 0, 0, 0, &a, 2 * KHL_POOL_DEFAULT_CHUNK_BYTES);
+    khl_pool_stats_t s;
+    void *x = khl_pool_alloc(p, 100);
+    cr_assert_not_null(x);
+    s = stats_of(p);
+    cr_assert_eq(s.system_bytes, 2 * KHL_POOL_DEFAULT_CHUNK_BYTES - 16);
+    cr_assert_eq(c->live_bytes, s.system_bytes + s.meta_bytes);
+    cr_assert_null(khl_pool_alloc(p, 16), "a second chunk would pass the limit");
+    assert_stats_unchanged(&s, p, "second chunk");
+    khl_pool_free(p, x, 100);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* A reserve touches every page it takes, so one the system cannot back got
+ * the process killed by the OOM killer instead of failing.  Past the limit,
+ * or (no limit) past any machine's memory, it fails before asking the
+ * system for anything: the backing allocator, which would fail every call,
+ * sees none. */
+Test(pool_limit, huge_reserve_fails_without_touching_memory)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *limited, *unlimited;
+    khl_pool_stats_t s;
+    if (sizeof(size_t) < 8)
+        cr_skip_test("needs a 64-bit size_t");
+    limited = pool_with_limit(0, 0, 0, 0, &a, (size_t)64 << 20);
+    unlimited = pool_with(0, 0, 0, 0, &a);
+    c->fail_at = c->calls + 1;
+    c->fail_all = 1;
+    s = stats_of(limited);
+    cr_assert_eq(khl_pool_reserve(limited, 1024, (size_t)1 << 30), -1, "1 TiB past a 64 MiB limit");
+    assert_stats_unchanged(&s, limited, "1 TiB reserve");
+    s = stats_of(unlimited);
+    cr_assert_eq(khl_pool_reserve(unlimited, 1024, (size_t)1 << 38), -1, "256 TiB, no limit");
+    assert_stats_unchanged(&s, unlimited, "256 TiB reserve");
+    cr_assert_eq(c->calls, c->fail_at - 1, "the system was asked for %zu blocks",
+                 c->calls - (c->fail_at - 1));
+    khl_pool_destroy(limited);
+    khl_pool_destroy(unlimited);
     cr_assert_eq(c->live_bytes, 0);
     free(c);
 }
