@@ -196,7 +196,8 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
  * the calling thread's cache for this pool goes back first, all of it
  * (blocks to hand out, blocks it freed, flushed batches, never-used runs;
  * its next allocation refills under the lock), so once every block is freed
- * it gives back what a single-threaded pool would.  Blocks in other live
+ * and the other threads that used the pool have exited, it gives back what
+ * a single-threaded pool would.  Blocks in other live
  * threads' caches count as live: trim cannot take them from their owners,
  * who give them back when they exit.  O(free blocks + chunks). */
 void khl_pool_trim(khl_pool_t *p);
