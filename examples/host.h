@@ -3,10 +3,15 @@
  * the report at exit (--stats line, --csv rows, the pool's bytes left in
  * use).  Header-only: each host is one .c file with its interpreter's parts.
  *
- *   HOST [--alloc=libc|pool|pool-reserved] [--stats] [--csv=NAME] SCRIPT
+ *   HOST [--alloc=libc|pool|pool-reserved] [--limit=BYTES] [--stats] [--csv=NAME] SCRIPT
  *
- * Exit status: 0; 1 when the script raised; 2 on a usage or setup error; 3
- * when the pool still counted bytes in use after the interpreter closed. */
+ * --limit=BYTES (pool modes only) caps the system memory the pool may hold
+ * (khl_pool_options_t.limit_bytes): past it allocations fail, and the
+ * interpreter raises its out-of-memory error, as in a sandbox.
+ *
+ * Exit status: 0; 1 when the script raised (out of memory included); 2 on a
+ * usage or setup error; 3 when the pool still counted bytes in use after the
+ * interpreter closed. */
 #ifndef KHL_EXAMPLES_HOST_H
 #define KHL_EXAMPLES_HOST_H
 
@@ -33,7 +38,19 @@ typedef struct host {
     long scale;              /* its value; 0 in the CSV means the script's default */
     khl_pool_t *pool;        /* NULL for libc */
     double t0;
+    size_t limit;            /* --limit: the pool's limit_bytes, 0 for none */
 } host_t;
+
+/* A byte count: decimal digits only, more than 0; 0 when it is not one. */
+static inline size_t host_bytes(const char *s)
+{
+    char *end;
+    unsigned long long v;
+    if (*s < '0' || *s > '9')
+        return 0;
+    v = strtoull(s, &end, 10);
+    return *end || v > SIZE_MAX ? 0 : (size_t)v;
+}
 
 /* Parses argv.  Returns 0 to run, or an exit status (0 after --help). */
 static inline int host_parse(host_t *h, int argc, char **argv, const char *usage)
@@ -50,6 +67,8 @@ static inline int host_parse(host_t *h, int argc, char **argv, const char *usage
             h->stats = 1;
         else if (strncmp(a, "--csv=", 6) == 0 && a[6])
             h->csv = a + 6;
+        else if (strncmp(a, "--limit=", 8) == 0 && host_bytes(a + 8))
+            h->limit = host_bytes(a + 8);
         else if (strcmp(a, "--help") == 0) {
             fputs(usage, stdout);
             return -1;
@@ -61,6 +80,10 @@ static inline int host_parse(host_t *h, int argc, char **argv, const char *usage
     }
     if (h->path == NULL) {
         fputs(usage, stderr);
+        return 2;
+    }
+    if (h->limit && h->mode == HOST_LIBC) {
+        fprintf(stderr, "%s: --limit needs --alloc=pool or --alloc=pool-reserved\n", h->prog);
         return 2;
     }
     h->scale_env = getenv("KHL_SCALE");
@@ -82,7 +105,10 @@ static inline int host_open(host_t *h, const host_reserve_t *plan, size_t n_plan
     h->t0 = host_now();
     if (h->mode == HOST_LIBC)
         return 0;
-    h->pool = khl_pool_new(NULL);
+    khl_pool_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.limit_bytes = h->limit;
+    h->pool = khl_pool_new(&opt);
     if (h->pool == NULL) {
         fprintf(stderr, "%s: cannot create the pool\n", h->prog);
         return -1;

@@ -92,10 +92,11 @@ typedef struct cls {
     void **lim;                   /* one past its last entry */
     size_t size;
     /* Blocks that left and came back to this class: the number of free
-     * blocks and the reserve left follow from them (cls_nfree,
-     * cls_reserved). */
+     * blocks follows from them (cls_nfree), and in a single-threaded pool
+     * the reserve left (cls_reserved). */
     uint64_t allocs, frees;
-    uint64_t reserve_until;       /* reserve holds until allocs reaches this */
+    uint64_t reserve_until;       /* reserve holds until cls_user_allocs reaches this; 0: none */
+    uint64_t ts_allocs;           /* thread-safe: callers' allocations no live thread record counts */
     size_t carved;                /* slots ever bumped, in chunks other than cur */
     chunk_t *cur;
     chunk_t *fresh;               /* chunks with all slots never used */
@@ -121,6 +122,8 @@ struct khl_pool {
     uint64_t large_allocs, large_frees;
     uint64_t x_allocs, x_frees;   /* thread-safe: small blocks counted outside thread records */
     size_t chunk_bytes, page;
+    size_t limit;                 /* limit_bytes; 0: none */
+    size_t phys;                  /* physical memory, SIZE_MAX when unknown */
     khl_allocator_t backing;      /* fn NULL: mmap */
     const khl_allocator_t *meta;  /* where the pool and its index live */
     void *self_raw;               /* the pool's own allocation, aligned inside */
@@ -180,29 +183,40 @@ static inline uintptr_t align_up(uintptr_t x, uintptr_t a)
     return (x + a - 1) & ~(a - 1);
 }
 
+/* What a frame of `bytes` keeps of the system's memory (its raw_size, what
+ * system_bytes and limit_bytes count); 0 when that does not fit a size_t. */
+static size_t frame_cost(const khl_pool_t *p, size_t bytes)
+{
+    size_t align = p->chunk_bytes;
+    if (p->backing.fn)
+        return bytes > SIZE_MAX - align ? 0 : bytes + align - GRAIN;
+    return bytes > SIZE_MAX - align - p->page ? 0 : (size_t)align_up(bytes, p->page);
+}
+
+/* 1 when the pool may take `cost` more bytes from the system. */
+static int within_limit(const khl_pool_t *p, size_t cost)
+{
+    return !p->limit || (cost <= p->limit && p->system <= p->limit - cost);
+}
+
 /* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
  * slack; a backing allocator only promises malloc alignment, so we ask it for
  * the slack too and keep it (raw/raw_size say exactly what to give back). */
 static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size)
 {
     size_t align = p->chunk_bytes;
+    *raw_size = frame_cost(p, bytes);
+    if (!*raw_size)
+        return NULL;
     if (p->backing.fn) {
-        char *m;
-        if (bytes > SIZE_MAX - align)
-            return NULL;
-        *raw_size = bytes + align - GRAIN;
-        m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
+        char *m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
         if (!m)
             return NULL;
         *raw = m;
         return (char *)align_up((uintptr_t)m, align);
     } else {
-        size_t len, map;
+        size_t len = *raw_size, map = len + align - p->page;
         char *m, *a;
-        if (bytes > SIZE_MAX - align - p->page)
-            return NULL;
-        len = (size_t)align_up(bytes, p->page);
-        map = len + align - p->page;
         m = (char *)mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
@@ -212,7 +226,6 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
         if (m + map > a + len)
             munmap(a + len, (size_t)(m + map - (a + len)));
         *raw = a;
-        *raw_size = len;
         return a;
     }
 }
@@ -264,14 +277,18 @@ static void index_put(uintptr_t *t, size_t cap, uintptr_t key)
     t[i] = key;
 }
 
-/* Room for one more key, so that inserting after a frame is set up cannot
- * fail.  Kept at most half full. */
-static int index_make_room(khl_pool_t *p)
+/* Room for n more keys, so that inserting them once their frames are set
+ * up cannot fail.  Kept at most half full. */
+static int index_make_room(khl_pool_t *p, size_t n)
 {
     size_t cap = p->index_cap ? p->index_cap * 2 : 16, i;
     uintptr_t *t;
-    if (2 * (p->index_n + 1) <= p->index_cap)
+    if (n > SIZE_MAX / (4 * sizeof *t) - p->index_n)
+        return -1;
+    if (2 * (p->index_n + n) <= p->index_cap)
         return 0;
+    while (cap < 2 * (p->index_n + n))
+        cap *= 2;
     t = (uintptr_t *)meta_alloc(p->meta, cap * sizeof *t);
     if (!t)
         return -1;
@@ -303,24 +320,43 @@ static void index_del(khl_pool_t *p, uintptr_t key)
     p->index_n--;
 }
 
-/* A frame of the given kind with its header filled in and indexed. */
-static chunk_t *frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+/* A frame of the given kind with its header filled in, not yet indexed nor
+ * counted: until frame_adopt, frame_free drops it without a trace, so a call
+ * that fails later leaves the pool as it was. */
+static chunk_t *frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
 {
     void *raw;
     size_t raw_size;
-    chunk_t *k;
-    if (index_make_room(p) < 0)
-        return NULL;
-    k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
+    chunk_t *k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
     if (!k)
         return NULL;
     k->kind = kind;
     k->raw = raw;
     k->raw_size = raw_size;
     k->prev = k->next = k->fresh_next = NULL;
+    return k;
+}
+
+/* Makes a taken frame the pool's; the index must have room (index_make_room). */
+static void frame_adopt(khl_pool_t *p, chunk_t *k)
+{
     index_put(p->index, p->index_cap, (uintptr_t)k);
     p->index_n++;
-    p->system += raw_size;
+    p->system += k->raw_size;
+}
+
+/* A frame of the given kind, indexed and counted.  The frame comes before
+ * the index's room: a grown index is no use to a call that fails. */
+static chunk_t *frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+{
+    chunk_t *k;
+    if (!within_limit(p, frame_cost(p, bytes)) || !(k = frame_take(p, bytes, kind)))
+        return NULL;
+    if (index_make_room(p, 1) < 0) {
+        frame_free(p, k->raw, k->raw_size);
+        return NULL;
+    }
+    frame_adopt(p, k);
     return k;
 }
 
@@ -365,30 +401,47 @@ static inline void note_alloc(khl_pool_t *p, size_t bytes)
         p->peak = p->in_use;
 }
 
-static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+static inline uint32_t chunk_kind(const khl_pool_t *p)
 {
-    size_t size = p->cls[c].size, bits = 0, off;
-    chunk_t *k = frame_new(p, p->chunk_bytes, p->flags ? KIND_SMALL : KIND_FAST);
-    if (!k)
-        return NULL;
+    return p->flags ? KIND_SMALL : KIND_FAST;
+}
+
+/* Where class c's first slot sits in a chunk (*off), and how many fit. */
+static size_t chunk_layout(const khl_pool_t *p, unsigned c, size_t *off)
+{
+    size_t size = p->cls[c].size, bits = 0;
     if (p->flags & F_CHECKED)
         bits = (p->chunk_bytes - HDR) / size;
-    off = (HDR + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
+    *off = (HDR + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
     /* Slab colouring: without it the first block of every class sits at the
      * same offset from a chunk_bytes boundary, so a table's old and new
      * blocks (neighbouring classes) alias in the L1 cache and in the CPU's
      * 4 KiB store/load disambiguation; a rebuild copying from one to the
      * other then stalls (churn at 16 and 32 keys ran 1.5x slower). */
-    off += (size_t)c * 11u % 64u * 64u;
+    *off += (size_t)c * 11u % 64u * 64u;
+    return (p->chunk_bytes - *off) / size;
+}
+
+/* Makes an adopted frame a chunk of class c. */
+static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
+{
+    size_t off;
+    k->cap = chunk_layout(p, c, &off);
     k->cls = c;
-    k->size = size;
+    k->size = p->cls[c].size;
     k->slots = k->bump = (char *)k + off;
-    k->cap = (p->chunk_bytes - off) / size;
     k->scratch = 0;
-    if (bits)
+    if (p->flags & F_CHECKED)
         memset(k->live, 0, (k->cap + 7) / 8);
     list_push(&p->cls[c].chunks, k);
     p->nchunks++;
+}
+
+static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+{
+    chunk_t *k = frame_new(p, p->chunk_bytes, chunk_kind(p));
+    if (k)
+        chunk_init(p, k, c);
     return k;
 }
 
@@ -410,9 +463,33 @@ static size_t cls_nfree(const cls_t *c)
     return c->carved + in_cur - (size_t)(c->allocs - c->frees);
 }
 
-static size_t cls_reserved(const cls_t *c)
+static uint64_t entries_allocs(const khl_pool_t *p, unsigned ci);
+
+/* Callers' allocations of class ci so far, which a reserve counts down
+ * against (lock held).  A thread-safe pool's c->allocs counts blocks moved
+ * to thread caches instead: surplus blocks a cache took and then handed out
+ * would never use a reserve up, and trim would keep its chunks for ever. */
+static uint64_t cls_user_allocs(const khl_pool_t *p, unsigned ci)
 {
-    return c->reserve_until > c->allocs ? (size_t)(c->reserve_until - c->allocs) : 0;
+    const cls_t *c = &p->cls[ci];
+    if (!(p->flags & F_THREADS))
+        return c->allocs;
+    return c->ts_allocs + entries_allocs(p, ci);
+}
+
+/* Blocks of class ci still promised by reserves (lock held).  A reserve
+ * used up is forgotten, so later calls skip the count. */
+static size_t cls_reserved(khl_pool_t *p, unsigned ci)
+{
+    cls_t *c = &p->cls[ci];
+    uint64_t done;
+    if (!c->reserve_until)
+        return 0;
+    done = cls_user_allocs(p, ci);
+    if (done < c->reserve_until)
+        return (size_t)(c->reserve_until - done);
+    c->reserve_until = 0;
+    return 0;
 }
 
 static size_t cls_ready(const cls_t *c)
@@ -597,35 +674,43 @@ static void touch(const khl_pool_t *p, char *from, char *to)
         *q = 0;
 }
 
+/* Every chunk a reserve needs is taken, and the index made room for them,
+ * before any becomes the pool's or has a page touched: a failure anywhere
+ * drops them and leaves the pool as it was. */
 static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
 {
     cls_t *c = &p->cls[ci];
-    chunk_t *added = NULL;
-    size_t need, ready = cls_ready(c), in_bump, nfree = cls_nfree(c), held = cls_reserved(c);
+    chunk_t *added = NULL, *k;
+    size_t off, cap = chunk_layout(p, ci, &off), cost = frame_cost(p, p->chunk_bytes);
+    size_t need, ready = cls_ready(c), in_bump, nfree = cls_nfree(c), held = cls_reserved(p, ci);
+    size_t nk, i;
     if (count > SIZE_MAX - held || held + count > SIZE_MAX / c->size)
         return -1;
     need = held + count;
-    while (ready < need) {
-        chunk_t *k = chunk_new(p, ci);
-        if (!k) {
-            while (added) {
-                k = added->fresh_next;
-                chunk_release(p, added);
-                added = k;
-            }
-            return -1;
-        }
-        touch(p, k->slots, k->slots + k->cap * k->size);
+    nk = need > ready ? (need - ready + cap - 1) / cap : 0;
+    /* The new chunks' pages are all touched: more than limit_bytes, or than
+     * the machine has, would not fail but wake the kernel's OOM killer. */
+    if (nk && (nk > SIZE_MAX / cost || !within_limit(p, nk * cost) || nk * cost > p->phys))
+        return -1;
+    for (i = 0; i < nk && (k = frame_take(p, p->chunk_bytes, chunk_kind(p))) != NULL; i++) {
         k->fresh_next = added;
         added = k;
-        ready += k->cap;
     }
-    while (added) {
-        chunk_t *k = added->fresh_next;
+    if (i < nk || index_make_room(p, nk) < 0) {
+        for (; added; added = k) {
+            k = added->fresh_next;
+            frame_free(p, added->raw, added->raw_size);
+        }
+        return -1;
+    }
+    for (; added; added = k) {
+        k = added->fresh_next;
+        frame_adopt(p, added);
+        chunk_init(p, added, ci);
+        touch(p, added->slots, added->slots + added->cap * added->size);
         added->fresh_next = c->fresh;
         c->fresh = added;
         c->fresh_slots += added->cap;
-        added = k;
     }
     /* Free blocks were used, so their pages are in; the rest of the
      * reserve comes first from the current chunk's never-used slots. */
@@ -634,7 +719,7 @@ static int core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         in_bump = bump_left(c);
     if (in_bump)
         touch(p, c->bump, c->bump + in_bump * c->size);
-    c->reserve_until = c->allocs + need;
+    c->reserve_until = cls_user_allocs(p, ci) + need;
     return 0;
 }
 
@@ -663,7 +748,7 @@ static void core_trim_class(khl_pool_t *p, unsigned ci)
     cls_t *c = &p->cls[ci];
     chunk_t *k, *next, **fp;
     free_blocks_t fb;
-    size_t ready = cls_ready(c), held = cls_reserved(c), doomed = 0;
+    size_t ready = cls_ready(c), held = cls_reserved(p, ci), doomed = 0;
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)
@@ -805,6 +890,7 @@ static void *core_alloc(khl_pool_t *p, size_t n)
         if (!b)
             return NULL;
         c->allocs++;
+        c->ts_allocs++;
         p->x_allocs++;
         if (p->flags & F_CHECKED)
             set_live(chunk_of(p, b), b, 1);
@@ -926,6 +1012,16 @@ static void entry_counts(const khl_pool_t *p, const tentry_t *e, size_t *in_use,
     }
 }
 
+/* Allocations of class ci the live thread records count (lock held). */
+static uint64_t entries_allocs(const khl_pool_t *p, unsigned ci)
+{
+    uint64_t n = 0;
+    const tentry_t *e;
+    for (e = p->threads; e; e = e->next)
+        n += atomic_load_explicit(&e->c[ci].allocs, memory_order_relaxed);
+    return n;
+}
+
 /* Exact in a quiet pool; sampled (lock held) at refills. */
 static void sample_peak(khl_pool_t *p)
 {
@@ -994,8 +1090,11 @@ static void entry_return_blocks(khl_pool_t *p, tentry_t *e)
 /* Gives the record's blocks and counts back and unlinks it (lock held). */
 static void entry_drain(khl_pool_t *p, tentry_t *e)
 {
+    unsigned i;
     entry_return_blocks(p, e);
     entry_counts(p, e, &p->in_use, &p->x_allocs, &p->x_frees);
+    for (i = 0; i < p->ncls; i++)
+        p->cls[i].ts_allocs += atomic_load_explicit(&e->c[i].allocs, memory_order_relaxed);
     if (e->prev)
         e->prev->next = e->next;
     else
@@ -1115,8 +1214,9 @@ static inline tentry_t *my_entry(khl_pool_t *p)
 }
 
 /* Reserve held: blocks promised by khl_pool_reserve stay in the pool, where
- * any thread can get them.  Take only the surplus, or a single block counted
- * against the reserve. */
+ * any thread can get them.  Take only the surplus, or the single block the
+ * caller is about to allocate.  Either counts against the reserve when
+ * handed out (cls_user_allocs), not here. */
 static void *refill_reserved(khl_pool_t *p, tcls_t *t, unsigned ci, size_t held)
 {
     cls_t *c = &p->cls[ci];
@@ -1131,11 +1231,8 @@ static void *refill_reserved(khl_pool_t *p, tcls_t *t, unsigned ci, size_t held)
         *(void **)x = t->alloc;
         t->alloc = x;
     }
-    if (b) {
+    if (b)
         c->allocs += i;
-        if (ready > held)
-            c->reserve_until += i;
-    }
     return b;
 }
 
@@ -1150,7 +1247,7 @@ static NOINLINE void *ts_refill(khl_pool_t *p, tcls_t *t, unsigned ci)
     size_t held, n = 0;
     void *b = NULL;
     pthread_mutex_lock(&p->lock);
-    held = cls_reserved(c);
+    held = cls_reserved(p, ci);
     if (held) {
         b = refill_reserved(p, t, ci, held);
     } else if ((b = take_chain(p, ci, &t->stash)) != NULL) {
@@ -1289,7 +1386,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     const khl_allocator_t *meta;
     size_t max_small, chunk, bytes;
     unsigned ncls, i;
-    long page = sysconf(_SC_PAGESIZE);
+    long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES);
     khl_pool_t *p;
     void *raw;
     if (opt)
@@ -1324,6 +1421,8 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->chunk_bytes = chunk;
     p->mask = (uintptr_t)chunk - 1;
     p->page = page > 0 ? (size_t)page : 4096;
+    p->limit = o.limit_bytes;
+    p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
     if (o.backing)
         p->backing = *o.backing;
     p->meta = meta;

@@ -92,6 +92,19 @@ typedef struct khl_pool_options {      /* a zero field means its default */
     /* backing gets requests of chunk_bytes - 16 more than it hands out, as
      * the pool aligns inside them (mmap needs no slack); a thread-safe pool
      * calls it with its lock held, so it must not call back into that pool. */
+    size_t limit_bytes;      /* most system memory the pool may hold; 0: no limit */
+    /* limit_bytes bounds system_bytes (khl_pool_stats): chunks and large
+     * blocks as taken from backing or mmap, alignment slack included (with
+     * a backing allocator a chunk costs about twice chunk_bytes).  The
+     * bookkeeping in meta_bytes (the pool and its chunk index: a few KiB,
+     * then 16-32 B per chunk or large block) is not counted.  An
+     * allocation, reserve or realloc that would take the pool past the limit
+     * fails (NULL or -1) with the pool unchanged, as out of memory does: an
+     * interpreter given khl_pool_allocf then raises its memory error instead
+     * of the kernel killing the process.  A realloc that moves a block holds
+     * both blocks at once; freed blocks keep their chunks until
+     * khl_pool_trim, so a caller that wants them counted off trims and
+     * retries. */
 } khl_pool_options_t;
 
 /* Default max_small: 16 KiB.  Table blocks double on growth, so a table's
@@ -168,15 +181,25 @@ int khl_pool_owns(const khl_pool_t *p, const void *ptr);
 /* Makes `count` more blocks of n's size class ready, their pages touched:
  * the next `count` allocations of that class never go to the system.
  * Reserves add up and trim keeps them; a reserve is used up by allocations
- * of its class.  Returns 0, or -1 with nothing reserved when memory runs out,
+ * of its class (thread-safe pools: by any thread, counted when a caller gets
+ * the block, not when a thread's cache takes it).  Returns 0, or -1 with
+ * nothing reserved and the pool unchanged when memory runs out, the chunks
+ * it needs would pass limit_bytes or the machine's physical memory (every
+ * page is touched: the kernel would kill the process rather than fail),
  * count * size overflows, or n is 0 or larger than max_small (large blocks
- * have no class to reserve).  count == 0 returns 0.  O(count) page touches. */
+ * have no class to reserve).  count == 0 returns 0.  O(count) page touches,
+ * none when it fails. */
 int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 
 /* Gives back to the system every chunk that holds no live block, except
  * those needed to keep outstanding reserves ready.  In a thread-safe pool
- * the calling thread's cache goes back first; blocks in other threads'
- * caches count as live.  O(free blocks + chunks). */
+ * the calling thread's cache for this pool goes back first, all of it
+ * (blocks to hand out, blocks it freed, flushed batches, never-used runs;
+ * its next allocation refills under the lock), so once every block is freed
+ * and the other threads that used the pool have exited, it gives back what
+ * a single-threaded pool would.  Blocks in other live
+ * threads' caches count as live: trim cannot take them from their owners,
+ * who give them back when they exit.  O(free blocks + chunks). */
 void khl_pool_trim(khl_pool_t *p);
 
 /* Fills *s.  Thread-safe pools: counts are exact when no call is running;

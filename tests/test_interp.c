@@ -5,7 +5,9 @@
  * checksum line, prints exactly the same thing on every allocator (the
  * scripts' output must not depend on where memory comes from), and that the
  * pool counts 0 bytes in use once the interpreter is closed (a block the
- * interpreter freed with a wrong size or never freed would show here). */
+ * interpreter freed with a wrong size or never freed would show here); and
+ * that under --limit a script that exhausts it gets the interpreter's
+ * out-of-memory error, not a crash. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -35,9 +37,10 @@ static void slurp(const char *path, char *buf, size_t size)
     fclose(f);
 }
 
-/* Runs `bin --alloc=ALLOC --stats SCRIPT` with KHL_SCALE set, from the
+/* Runs `bin --alloc=ALLOC EXTRA --stats SCRIPT` with KHL_SCALE set, from the
  * source tree (the suite runs from the top directory, as `make test` does). */
-static void run(const char *bin, const char *alloc, const char *script, run_result_t *r)
+static void run(const char *bin, const char *alloc, const char *extra, const char *script,
+                run_result_t *r)
 {
     char dir[4096 + 64], cmd[12288], outp[64], errp[64];
     test_build_path(dir, sizeof dir, "examples");
@@ -46,8 +49,8 @@ static void run(const char *bin, const char *alloc, const char *script, run_resu
     cr_assert_eq(access(script, R_OK), 0, "%s not found: run the suite from the source tree", script);
     snprintf(cmd, sizeof cmd, "%s/%s", dir, bin);
     cr_assert_eq(access(cmd, X_OK), 0, "%s not built (make test builds EXAMPLE_BINS)", cmd);
-    snprintf(cmd, sizeof cmd, "KHL_SCALE=" TINY_SCALE " '%s/%s' --alloc=%s --stats '%s' >%s 2>%s",
-             dir, bin, alloc, script, outp, errp);
+    snprintf(cmd, sizeof cmd, "KHL_SCALE=" TINY_SCALE " '%s/%s' --alloc=%s %s --stats '%s' >%s 2>%s",
+             dir, bin, alloc, extra, script, outp, errp);
     int st = system(cmd);
     cr_assert_neq(st, -1);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -74,7 +77,7 @@ static void check_script(const char *bin, const char *script)
     static run_result_t ref, r;
     for (size_t i = 0; i < sizeof allocs / sizeof allocs[0]; ++i) {
         run_result_t *cur = i == 0 ? &ref : &r;
-        run(bin, allocs[i], script, cur);
+        run(bin, allocs[i], "", script, cur);
         cr_assert_eq(cur->status, 0, "%s --alloc=%s %s exited with %d; stderr:\n%s", bin, allocs[i],
                      script, cur->status, cur->err);
         cr_assert_not_null(strstr(cur->out, "\nchecksum "), "%s --alloc=%s %s printed no checksum line:\n%s",
@@ -120,11 +123,51 @@ Test(interp, script_error_is_reported)
     fclose(f);
     static run_result_t r;
     for (int i = 0; i < 2; ++i) {
-        run(scripts[i][0], "pool", scripts[i][1], &r);
+        run(scripts[i][0], "pool", "", scripts[i][1], &r);
         cr_assert_eq(r.status, 1, "%s exited with %d on a script that raises", scripts[i][0], r.status);
         cr_assert_str_eq(r.out, "before\n");
         cr_assert_not_null(strstr(r.err, "boom"), "%s did not report the error:\n%s", scripts[i][0], r.err);
         cr_assert_eq(stat_field(r.err, "pool_in_use_bytes"), 0);
         remove(scripts[i][1]);
     }
+}
+
+/* Under --limit a script that keeps growing memory must get the
+ * interpreter's out-of-memory error, not a crash: the host exits normally
+ * (status 1, a script that raised), the pool never held more than the limit,
+ * and it counts 0 bytes in use once the interpreter is closed.  The scripts
+ * stop at a million strings (over 100 MB, far past the 8 MB limit) so that a
+ * broken limit fails the test instead of exhausting the machine. */
+Test(interp, limit_gives_out_of_memory_error)
+{
+    char rb[64], lua[64];
+    snprintf(rb, sizeof rb, "/tmp/khl-interp-grow-%ld.rb", (long)getpid());
+    snprintf(lua, sizeof lua, "/tmp/khl-interp-grow-%ld.lua", (long)getpid());
+    const char *hosts[][3] = {{"khl-mruby", rb, "NoMemoryError"}, {"khl-lua", lua, "not enough memory"}};
+    static const char *const allocs[] = {"pool", "pool-reserved"};
+    FILE *f = fopen(rb, "w");
+    cr_assert_not_null(f);
+    fputs("puts \"start\"\na = []\ni = 0\nwhile i < 1000000\n  a << \"x\" * 100 + i.to_s\n  i += 1\nend\n"
+          "puts \"no limit\"\n", f);
+    fclose(f);
+    f = fopen(lua, "w");
+    cr_assert_not_null(f);
+    fputs("print(\"start\")\nlocal t = {}\nfor i = 1, 1000000 do\n"
+          "  t[i] = string.rep(\"x\", 100) .. i\nend\nprint(\"no limit\")\n", f);
+    fclose(f);
+    static run_result_t r;
+    for (int i = 0; i < 2; ++i)
+        for (size_t j = 0; j < sizeof allocs / sizeof allocs[0]; ++j) {
+            run(hosts[i][0], allocs[j], "--limit=8000000", hosts[i][1], &r);
+            cr_assert_eq(r.status, 1, "%s --alloc=%s --limit exited with %d (-1: killed by a signal):\n%s",
+                         hosts[i][0], allocs[j], r.status, r.err);
+            cr_assert_str_eq(r.out, "start\n");
+            cr_assert_not_null(strstr(r.err, hosts[i][2]), "%s did not report running out of memory:\n%s",
+                               hosts[i][0], r.err);
+            cr_assert_eq(stat_field(r.err, "pool_in_use_bytes"), 0, "%s", r.err);
+            cr_assert_gt(stat_field(r.err, "pool_system_bytes"), 0);
+            cr_assert_leq(stat_field(r.err, "pool_system_bytes"), 8000000, "%s", r.err);
+        }
+    remove(rb);
+    remove(lua);
 }

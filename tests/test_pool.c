@@ -3,9 +3,11 @@
  * allocator, failure injection, checked-mode aborts, a randomised
  * differential run, and khashlite tables on a pool. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,8 +125,8 @@ static int aligned(const void *b)
     return (uintptr_t)b % ALIGN_MAX == 0;
 }
 
-static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked,
-                             const khl_allocator_t *backing)
+static khl_pool_t *pool_with_limit(size_t max_small, size_t chunk, int ts, int checked,
+                                   const khl_allocator_t *backing, size_t limit)
 {
     khl_pool_options_t o;
     khl_pool_t *p;
@@ -134,9 +136,30 @@ static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked
     o.thread_safe = ts;
     o.checked = checked;
     o.backing = backing;
+    o.limit_bytes = limit;
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
+}
+
+static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked,
+                             const khl_allocator_t *backing)
+{
+    return pool_with_limit(max_small, chunk, ts, checked, backing, 0);
+}
+
+/* Every field: a call that reports failure leaves the pool exactly as it was. */
+static void assert_stats_unchanged(const khl_pool_stats_t *was, const khl_pool_t *p, const char *what)
+{
+    khl_pool_stats_t s = stats_of(p);
+    cr_assert_eq(s.in_use_bytes, was->in_use_bytes, "%s: in_use_bytes %zu -> %zu", what, was->in_use_bytes, s.in_use_bytes);
+    cr_assert_eq(s.peak_bytes, was->peak_bytes, "%s: peak_bytes %zu -> %zu", what, was->peak_bytes, s.peak_bytes);
+    cr_assert_eq(s.system_bytes, was->system_bytes, "%s: system_bytes %zu -> %zu", what, was->system_bytes, s.system_bytes);
+    cr_assert_eq(s.allocs, was->allocs, "%s: allocs moved", what);
+    cr_assert_eq(s.frees, was->frees, "%s: frees moved", what);
+    cr_assert_eq(s.meta_bytes, was->meta_bytes, "%s: meta_bytes %zu -> %zu", what, was->meta_bytes, s.meta_bytes);
+    cr_assert_eq(s.chunks, was->chunks, "%s: chunks %zu -> %zu", what, was->chunks, s.chunks);
+    cr_assert_eq(s.large_blocks, was->large_blocks, "%s: large_blocks %zu -> %zu", what, was->large_blocks, s.large_blocks);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -577,6 +600,49 @@ Test(pool_reserve, thread_safe_pool_keeps_the_promise)
     khl_pool_destroy(p);
 }
 
+/* A reserve is used up by `count` allocations of its class in either mode:
+ * a thread-safe pool once counted the blocks its thread cache took beyond
+ * the reserve as not using it, so after 3001 allocations of a 3000-block
+ * reserve, every block freed, trim still kept a chunk.  Half way, a trim
+ * must still keep what is reserved. */
+static void reserve_used_up(int ts)
+{
+    enum { N = 3000 };
+    static void *b[N + 1];
+    khl_pool_t *p = pool_with(0, 0, ts, 0, NULL);
+    size_t sys, i;
+    cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
+    for (i = 0; i < N / 2; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    khl_pool_trim(p);
+    sys = stats_of(p).system_bytes;
+    for (; i <= N; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    cr_assert_eq(stats_of(p).system_bytes, sys, "the reserve held across the trim");
+    for (i = 0; i < 1000000; i++) {
+        void *x = khl_pool_alloc(p, 100);
+        cr_assert_not_null(x);
+        khl_pool_free(p, x, 100);
+    }
+    for (i = 0; i <= N; i++)
+        khl_pool_free(p, b[i], 100);
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0, "thread_safe=%d: trim kept %zu bytes", ts,
+                 stats_of(p).system_bytes);
+    cr_assert_eq(stats_of(p).chunks, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_reserve, used_up_then_trimmed_single_threaded)
+{
+    reserve_used_up(0);
+}
+
+Test(pool_reserve, used_up_then_trimmed_thread_safe)
+{
+    reserve_used_up(1);
+}
+
 Test(pool_trim, returns_wholly_free_chunks_only)
 {
     enum { N = 20000 };
@@ -759,56 +825,86 @@ Test(pool_failure, new_fails_cleanly)
     free(c);
 }
 
-/* Fail the k-th backing call for every k a workload reaches: the failing
- * call reports it, the stats do not move, and nothing leaks. */
+/* A workload of allocations small and large, reserves and realloc growth
+ * whose k-th backing call fails (k 0: none).  A call that reports failure
+ * must leave every stats field as it was - meta_bytes included: the chunk
+ * index must not grow for a chunk that never came - and a block that failed
+ * to grow keeps its contents; nothing leaks.  Returns the failures seen and
+ * the backing calls made in *calls. */
+static int failure_run(int ts, int checked, size_t k, size_t *calls)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
+    void *live[64];
+    size_t size[64], nlive = 0, step, first = c->calls;
+    char what[64];
+    int failures = 0;
+    c->fail_at = k ? first + k : 0;
+    for (step = 0; step < 80; step++) {
+        khl_pool_stats_t before = stats_of(p);
+        size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
+        snprintf(what, sizeof what, "k=%zu step=%zu", k, step);
+        if (step % 7 == 6) {
+            int r = khl_pool_reserve(p, 16 + step * 10, 200);
+            if (r < 0) {
+                failures++;
+                assert_stats_unchanged(&before, p, what);
+            } else {
+                cr_assert_eq(r, 0);
+            }
+        } else if (step % 5 == 4 && nlive) {
+            /* grow the newest block: to another class, or to large */
+            size_t m = size[nlive - 1] * 2 + 100;
+            void *q = khl_pool_realloc(p, live[nlive - 1], size[nlive - 1], m);
+            if (!q) {
+                failures++;
+                assert_stats_unchanged(&before, p, what);
+                cr_assert(check(live[nlive - 1], size[nlive - 1], nlive - 1), "%s", what);
+            } else {
+                cr_assert(check(q, size[nlive - 1], nlive - 1), "%s", what);
+                live[nlive - 1] = q;
+                size[nlive - 1] = m;
+                fill(q, m, nlive - 1);
+            }
+        } else if ((live[nlive] = khl_pool_alloc(p, n)) == NULL) {
+            failures++;
+            assert_stats_unchanged(&before, p, what);
+        } else {
+            cr_assert_eq(stats_of(p).allocs, before.allocs + 1);
+            size[nlive] = n;
+            fill(live[nlive], n, nlive);
+            nlive++;
+        }
+    }
+    *calls = c->calls - first;
+    while (nlive) {
+        nlive--;
+        cr_assert(check(live[nlive], size[nlive], nlive));
+        khl_pool_free_unsized(p, live[nlive]);
+    }
+    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
+    free(c);
+    return failures;
+}
+
+/* Fails each backing call the workload makes, one run per call.  Where a
+ * large block has room to grow in place depends on the address backing
+ * gave, so runs differ in how many calls they make: a run that never
+ * reaches its k-th call must see no failure. */
 static void failure_sweep(int ts, int checked)
 {
-    size_t k;
-    for (k = 1; k < 40; k++) {
-        counting_t *c = counting_new();
-        khl_allocator_t a = counting_alloc(c);
-        khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
-        void *live[64];
-        size_t nlive = 0, step;
-        int failures = 0;
-        c->fail_at = c->calls + k;
-        for (step = 0; step < 60; step++) {
-            khl_pool_stats_t before = stats_of(p), after;
-            size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
-            if (step % 7 == 6) {
-                int r = khl_pool_reserve(p, 16 + step * 10, 200);
-                after = stats_of(p);
-                if (r < 0) {
-                    failures++;
-                    cr_assert_eq(after.system_bytes, before.system_bytes, "k=%zu", k);
-                    cr_assert_eq(after.chunks, before.chunks);
-                } else {
-                    cr_assert_eq(r, 0);
-                }
-                continue;
-            }
-            live[nlive] = khl_pool_alloc(p, n);
-            after = stats_of(p);
-            if (!live[nlive]) {
-                failures++;
-                cr_assert_eq(after.allocs, before.allocs, "k=%zu step=%zu", k, step);
-                cr_assert_eq(after.in_use_bytes, before.in_use_bytes);
-                cr_assert_eq(after.system_bytes, before.system_bytes);
-                cr_assert_eq(after.chunks, before.chunks);
-                cr_assert_eq(after.large_blocks, before.large_blocks);
-            } else {
-                cr_assert_eq(after.allocs, before.allocs + 1);
-                memset(live[nlive], 1, n);
-                nlive++;
-            }
-        }
-        cr_assert_leq(failures, 1, "only the k-th call fails");
-        while (nlive)
-            khl_pool_free_unsized(p, live[--nlive]);
-        cr_assert_eq(stats_of(p).in_use_bytes, 0);
-        khl_pool_destroy(p);
-        cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
-        free(c);
+    size_t k, total, calls;
+    cr_assert_eq(failure_run(ts, checked, 0, &total), 0);
+    cr_assert_gt(total, 20, "the workload makes only %zu backing calls", total);
+    for (k = 1; k <= total; k++) {
+        int failures = failure_run(ts, checked, k, &calls);
+        cr_assert_eq(failures, calls >= k, "k=%zu: %d failures reported in %zu backing calls", k,
+                     failures, calls);
+        if (calls > total)
+            total = calls;
     }
 }
 
@@ -836,9 +932,122 @@ Test(pool_failure, reserve_failure_reserves_nothing)
     c->fail_at = c->calls + 3;   /* the third chunk of the reserve fails */
     s = stats_of(p);
     cr_assert_eq(khl_pool_reserve(p, 100, 1000), -1);
-    cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "chunks taken so far went back");
+    assert_stats_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
     cr_assert_eq(stats_of(p).chunks, 0);
     khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* limit_bytes                                                               */
+
+/* Fills a pool limited to three chunks (mmap: a chunk costs exactly
+ * chunk_bytes) with 100-byte blocks; then every kind of call that needs more
+ * system memory fails with the pool unchanged, and after everything is freed
+ * and trimmed the whole limit is usable again. */
+static void limit_holds(int ts, int checked)
+{
+    enum { MAX = 10000 };
+    static void *b[MAX];
+    const size_t limit = 3 * KHL_POOL_DEFAULT_CHUNK_BYTES;
+    khl_pool_t *p = pool_with_limit(0, 0, ts, checked, NULL, limit);
+    khl_pool_stats_t s;
+    size_t n = 0, i;
+    while (n < MAX && (b[n] = khl_pool_alloc(p, 100)) != NULL)
+        fill(b[n], 100, n), n++;
+    cr_assert_lt(n, MAX, "the limit never stopped allocation");
+    s = stats_of(p);
+    cr_assert_eq(s.system_bytes, limit, "ts=%d checked=%d: %zu bytes held", ts, checked, s.system_bytes);
+    cr_assert_eq(s.chunks, 3);
+    cr_assert_null(khl_pool_alloc(p, 100));
+    assert_stats_unchanged(&s, p, "small alloc past the limit");
+    cr_assert_null(khl_pool_alloc(p, 16));
+    assert_stats_unchanged(&s, p, "alloc of a new class past the limit");
+    cr_assert_null(khl_pool_alloc(p, 20000));
+    assert_stats_unchanged(&s, p, "large alloc past the limit");
+    cr_assert_eq(khl_pool_reserve(p, 100, 1), -1);
+    assert_stats_unchanged(&s, p, "reserve past the limit");
+    cr_assert_null(khl_pool_realloc(p, b[0], 100, 5000));
+    assert_stats_unchanged(&s, p, "realloc growth past the limit");
+    cr_assert(check(b[0], 100, 0));
+    for (i = 0; i < n; i++) {
+        cr_assert(check(b[i], 100, i));
+        khl_pool_free(p, b[i], 100);
+    }
+    khl_pool_trim(p);
+    cr_assert_eq(stats_of(p).system_bytes, 0);
+    /* the limit counts what is held now: all of it is free again */
+    cr_assert_null(khl_pool_alloc(p, limit), "a block plus its header exceeds the limit");
+    cr_assert_not_null(b[0] = khl_pool_alloc(p, limit - 4096));
+    cr_assert_eq(stats_of(p).system_bytes, limit);
+    khl_pool_free_unsized(p, b[0]);
+    cr_assert_eq(khl_pool_reserve(p, 100, 1000), 0);
+    cr_assert_leq(stats_of(p).system_bytes, limit);
+    khl_pool_destroy(p);
+}
+
+typedef struct pool_mode { int ts, checked; } pool_mode_t;
+
+ParameterizedTestParameters(pool_limit, calls_past_the_limit_fail)
+{
+    static pool_mode_t modes[] = {{0, 0}, {0, 1}, {1, 0}};   /* single-threaded, checked, thread-safe */
+    return cr_make_param_array(pool_mode_t, modes, sizeof modes / sizeof modes[0]);
+}
+
+ParameterizedTest(pool_mode_t *m, pool_limit, calls_past_the_limit_fail)
+{
+    limit_holds(m->ts, m->checked);
+}
+
+/* A backing allocator's chunk costs chunk_bytes - 16 more than it holds:
+ * the limit counts what backing gave (system_bytes), not chunk_bytes. */
+Test(pool_limit, counts_what_backing_gave)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *p = pool_with_limit(0, 0, 0, 0, &a, 2 * KHL_POOL_DEFAULT_CHUNK_BYTES);
+    khl_pool_stats_t s;
+    void *x = khl_pool_alloc(p, 100);
+    cr_assert_not_null(x);
+    s = stats_of(p);
+    cr_assert_eq(s.system_bytes, 2 * KHL_POOL_DEFAULT_CHUNK_BYTES - 16);
+    cr_assert_eq(c->live_bytes, s.system_bytes + s.meta_bytes);
+    cr_assert_null(khl_pool_alloc(p, 16), "a second chunk would pass the limit");
+    assert_stats_unchanged(&s, p, "second chunk");
+    khl_pool_free(p, x, 100);
+    khl_pool_destroy(p);
+    cr_assert_eq(c->live_bytes, 0);
+    free(c);
+}
+
+/* A reserve touches every page it takes, so one the system cannot back got
+ * the process killed by the OOM killer instead of failing.  Past the limit,
+ * or (no limit) past any machine's memory, it fails before asking the
+ * system for anything: the backing allocator, which would fail every call,
+ * sees none. */
+Test(pool_limit, huge_reserve_fails_without_touching_memory)
+{
+    counting_t *c = counting_new();
+    khl_allocator_t a = counting_alloc(c);
+    khl_pool_t *limited, *unlimited;
+    khl_pool_stats_t s;
+    if (sizeof(size_t) < 8)
+        cr_skip_test("needs a 64-bit size_t");
+    limited = pool_with_limit(0, 0, 0, 0, &a, (size_t)64 << 20);
+    unlimited = pool_with(0, 0, 0, 0, &a);
+    c->fail_at = c->calls + 1;
+    c->fail_all = 1;
+    s = stats_of(limited);
+    cr_assert_eq(khl_pool_reserve(limited, 1024, (size_t)1 << 30), -1, "1 TiB past a 64 MiB limit");
+    assert_stats_unchanged(&s, limited, "1 TiB reserve");
+    s = stats_of(unlimited);
+    cr_assert_eq(khl_pool_reserve(unlimited, 1024, (size_t)1 << 38), -1, "256 TiB, no limit");
+    assert_stats_unchanged(&s, unlimited, "256 TiB reserve");
+    cr_assert_eq(c->calls, c->fail_at - 1, "the system was asked for %zu blocks",
+                 c->calls - (c->fail_at - 1));
+    khl_pool_destroy(limited);
+    khl_pool_destroy(unlimited);
     cr_assert_eq(c->live_bytes, 0);
     free(c);
 }

@@ -1,7 +1,8 @@
 /* Thread tests of khl_pool with thread_safe = 1: cross-thread frees through
  * a shared queue with contents checked, stats consistency, thread exit with
  * cached blocks, pools destroyed while their threads live, several pools per
- * thread.  Run under ThreadSanitizer as well. */
+ * thread, a reserve used up by several threads.  Run under ThreadSanitizer
+ * as well. */
 #define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
 #include <criterion/criterion.h>
 
@@ -354,6 +355,48 @@ Test(pool_threads, blocks_outlive_their_thread)
     for (i = 1; i <= 50; i++)
         pt_check_free(p, slots[i], i & 1);
     cr_assert_eq(pt_stats(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+/* A reserve is used up by allocations in any thread: two threads take 1501
+ * blocks each of a 3000-block reserve (thread caches take surplus blocks
+ * beyond it, which must count once handed out) and exit; once main has
+ * freed them all, trim gives every chunk back. */
+typedef struct reserve_share {
+    khl_pool_t *pool;
+    void *b[1501];
+} reserve_share_t;
+
+static void *take_share(void *arg)
+{
+    reserve_share_t *r = arg;
+    int i;
+    for (i = 0; i < 1501; i++)
+        r->b[i] = pt_make(r->pool, 100, (uint64_t)i);
+    return NULL;
+}
+
+Test(pool_threads, reserve_used_up_by_several_threads)
+{
+    static reserve_share_t share[2];
+    khl_pool_t *p = pt_pool(0);
+    pthread_t t[2];
+    size_t sys;
+    int i, j;
+    cr_assert_eq(khl_pool_reserve(p, 100, 3000), 0);
+    sys = pt_stats(p).system_bytes;
+    for (i = 0; i < 2; i++) {
+        share[i].pool = p;
+        cr_assert_eq(pthread_create(&t[i], NULL, take_share, &share[i]), 0);
+    }
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    cr_assert_eq(pt_stats(p).system_bytes, sys, "3000 of the 3002 blocks were reserved");
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < 1501; j++)
+            pt_check_free(p, share[i].b[j], j & 1);
+    khl_pool_trim(p);
+    cr_assert_eq(pt_stats(p).system_bytes, 0, "trim kept %zu bytes", pt_stats(p).system_bytes);
     khl_pool_destroy(p);
 }
 

@@ -2,7 +2,7 @@
  * state's allocator, or with the stock libc allocator, so the same script
  * can be timed on glibc (or whatever LD_PRELOAD puts there) and on the pool.
  *
- *   khl-lua [--alloc=libc|pool|pool-reserved] [--stats] [--csv=NAME] SCRIPT.lua
+ *   khl-lua [--alloc=libc|pool|pool-reserved] [--limit=BYTES] [--stats] [--csv=NAME] SCRIPT.lua
  *
  *   --alloc=libc           luaL_newstate(): Lua's l_alloc (realloc/free)
  *   --alloc=pool           lua_newstate(khl_pool_allocf, pool): lua_Alloc
@@ -10,6 +10,8 @@
  *                          path (no header lookup on free)
  *   --alloc=pool-reserved  the pool with blocks of Lua's commonest small sizes
  *                          reserved before the state opens (see reserve_plan)
+ *   --limit=BYTES          the pool may hold at most BYTES of system memory:
+ *                          past it the script gets "not enough memory"
  *   --stats                one line on stderr at exit: wall time, peak RSS,
  *                          pool counters (in use after lua_close, peak,
  *                          system bytes, allocs, frees)
@@ -71,11 +73,13 @@ static int run_script(lua_State *L)
 }
 
 static const char usage[] =
-    "usage: khl-lua [--alloc=libc|pool|pool-reserved] [--stats] [--csv=NAME] SCRIPT.lua\n";
+    "usage: khl-lua [--alloc=libc|pool|pool-reserved] [--limit=BYTES] [--stats] [--csv=NAME]\n"
+    "       SCRIPT.lua\n"
+    "  --limit=BYTES: the most system memory the pool may hold (pool modes)\n";
 
 int main(int argc, char **argv)
 {
-    host_t h = {"khl-lua", "lua", HOST_LIBC, 0, NULL, NULL, NULL, 0, NULL, 0};
+    host_t h = {"khl-lua", "lua", HOST_LIBC, 0, NULL, NULL, NULL, 0, NULL, 0, 0};
     int status = host_parse(&h, argc, argv, usage);
     if (status)
         return status < 0 ? 0 : status;

@@ -3,7 +3,7 @@
  * mrb_open_allocf(), so the same script can be timed on the libc malloc (or
  * whatever LD_PRELOAD puts there) and on khashlite's pool.
  *
- *   khl-mruby [--alloc=libc|pool|pool-reserved] [--stats] [--csv=NAME] SCRIPT.rb
+ *   khl-mruby [--alloc=libc|pool|pool-reserved] [--limit=BYTES] [--stats] [--csv=NAME] SCRIPT.rb
  *
  *   --alloc=libc           mruby's own mrb_default_allocf (realloc/free)
  *   --alloc=pool           a khl_pool, through the unsized calls (mruby's
@@ -11,6 +11,8 @@
  *   --alloc=pool-reserved  the pool with blocks of mruby's commonest small
  *                          sizes reserved before mrb_open_allocf (see
  *                          reserve_common_sizes)
+ *   --limit=BYTES          the pool may hold at most BYTES of system memory:
+ *                          past it the script gets NoMemoryError
  *   --stats                one line on stderr at exit: wall time, peak RSS,
  *                          pool counters (in use after mrb_close, peak,
  *                          system bytes, allocs, frees)
@@ -66,10 +68,13 @@ static const host_reserve_t reserve_plan[] = {
 };
 
 static const char usage[] =
-    "usage: khl-mruby [--alloc=libc|pool|pool-reserved] [--stats] [--csv=NAME] SCRIPT.rb\n"
+    "usage: khl-mruby [--alloc=libc|pool|pool-reserved] [--limit=BYTES] [--stats] [--csv=NAME]\n"
+    "       SCRIPT.rb\n"
+    "  --limit=BYTES: the most system memory the pool may hold (pool modes)\n"
     "  KHL_SCALE in the environment becomes the script's $KHL_SCALE\n";
 
-/* Runs the script; 0, or 1 when it raised, or 2 when mruby ran out of memory. */
+/* Runs the script; 0, or 1 when it raised (NoMemoryError included), or 2
+ * when mruby had no memory for a compiler context. */
 static int run_script(mrb_state *mrb, FILE *f, const host_t *h)
 {
     int status = 0;
@@ -82,7 +87,13 @@ static int run_script(mrb_state *mrb, FILE *f, const host_t *h)
     }
     mrbc_filename(mrb, cxt, h->path);
     mrb_load_file_cxt(mrb, f, cxt);
-    if (mrb->exc) {
+    if (mrb->exc && mrb->exc == mrb->nomem_err) {
+        /* mrb_print_error allocates, and the script still holds what it
+         * took: under --limit it would print nothing. */
+        fflush(stdout);
+        fputs("khl-mruby: NoMemoryError: Out of memory\n", stderr);
+        status = 1;
+    } else if (mrb->exc) {
         fflush(stdout);
         mrb_print_error(mrb);   /* message and backtrace on stderr */
         status = 1;
@@ -93,7 +104,7 @@ static int run_script(mrb_state *mrb, FILE *f, const host_t *h)
 
 int main(int argc, char **argv)
 {
-    host_t h = {"khl-mruby", "mruby", HOST_LIBC, 0, NULL, NULL, NULL, 0, NULL, 0};
+    host_t h = {"khl-mruby", "mruby", HOST_LIBC, 0, NULL, NULL, NULL, 0, NULL, 0, 0};
     int status = host_parse(&h, argc, argv, usage);
     if (status)
         return status < 0 ? 0 : status;

@@ -5,7 +5,10 @@
  * fill them with a pattern, and hand them through a locked queue to the next
  * thread, which checks and frees them (cross-thread frees, sized and
  * unsized, small and large); some threads exit while others still free their
- * blocks.  Exit status 0 when every pattern held and the pool ends empty. */
+ * blocks.  Producers reserve now and then and consumers trim, so a reserve's
+ * count of every thread's allocations and a trim run while other threads'
+ * caches change.  Exit status 0 when every pattern held and the pool ends
+ * empty. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +81,8 @@ static void *producer(void *arg)
     for (unsigned r = 0; r < ROUNDS; ++r) {
         x = x * 1103515245u + 12345u;
         item_t it = {NULL, size_for(x >> 8), id * ROUNDS + r};
+        if (r % 1000 == 999 && khl_pool_reserve(pool, it.n < 700 ? it.n : 100, 64) != 0)
+            fail("reserve failed", it.tag);
         it.p = khl_pool_alloc(pool, it.n);
         if (!it.p) {
             fail("allocation failed", it.tag);
@@ -93,7 +98,9 @@ static void *consumer(void *arg)
 {
     unsigned id = (unsigned)(size_t)arg;
     item_t it;
-    while (pop(&queues[id], &it)) {
+    for (unsigned popped = 1; pop(&queues[id], &it); ++popped) {
+        if (popped % 4096 == 0)
+            khl_pool_trim(pool);
         for (size_t i = 0; i < it.n; ++i)
             if (it.p[i] != (unsigned char)(it.tag & 0xff)) {
                 fail("a block's contents changed before its free", it.tag);
