@@ -244,16 +244,15 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 extern "C" {
 #endif
 
-/* The seed of the integer hashes; read with a relaxed atomic load. */
+/* The seed of every khl_hash_*.  A plain read: an atomic one would stop the
+ * compiler from keeping it in a register across a loop of lookups (it cost
+ * 25 instructions per operation in a tiny table's life).  So khl_seed must
+ * not run while another thread hashes, which its contract already asks. */
 extern uint64_t khl_seed_value;
 
 static inline uint64_t khl_seed_get(void)
 {
-#if defined(__GNUC__) || defined(__clang__)
-    return __atomic_load_n(&khl_seed_value, __ATOMIC_RELAXED);
-#else
     return khl_seed_value;
-#endif
 }
 
 /* The product's high and low halves folded: every input bit reaches the top

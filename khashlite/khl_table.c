@@ -18,11 +18,6 @@ static const khl_allocator_t *alloc_of(const khl_allocator_t *a)
     return a ? a : &khl_libc_allocator;
 }
 
-static size_t align_up(size_t x, size_t a)
-{
-    return (x + a - 1) & ~(a - 1);
-}
-
 static uint32_t log2_u32(uint32_t x)
 {
     uint32_t n = 0;
@@ -64,8 +59,7 @@ static size_t pairs_align(uint32_t nb, const khl_type_t *t)
 /* 0 when the size does not fit in size_t. */
 static size_t region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
 {
-    size_t a = pairs_align(nb, t), m = _Alignof(max_align_t);
-    size_t start = a <= m ? align_up(head, a) : align_up(head, m) + (a - m);
+    size_t a = pairs_align(nb, t), start = KHL_I_PAIRS_START(head, a);
     /* Pairs this small cannot overflow 2^31 buckets on a 64-bit size_t:
      * skip the division (a put into a new table computes this 3 times). */
     const size_t never_overflows = SIZE_MAX / 4 / KHL_MAX_BUCKETS;
@@ -132,13 +126,18 @@ static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, const khl_t
     b->reserved = 0;
 }
 
-/* Empty control bytes; a tiny table's window past them (pair bytes) gets a
- * defined value, so no tool sees an uninitialised read. */
-static void clear_ctrl(unsigned char *ctrl, uint32_t nb)
+/* Empty control bytes.  A tiny table's window reads past them into the
+ * pairs (their padding too): the whole of its few bytes gets a defined
+ * value first, so no tool sees an uninitialised read. */
+static void clear_ctrl(const storage_t *s, uint32_t nb, const khl_type_t *t)
 {
-    memset(ctrl, KHL_CTRL_EMPTY, nb);
-    if (nb < GROUP)
-        memset(ctrl + nb, 0xFF, GROUP - nb);
+    if (nb < GROUP) {
+        /* Up to the end of the pairs where they follow the control bytes. */
+        const char *end = s->pairs + (size_t)nb * t->pair_size;
+        size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)s->ctrl);
+        memset(s->ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
+    }
+    memset(s->ctrl, KHL_CTRL_EMPTY, nb);
 }
 
 static int storage_alloc(const khl_allocator_t *a, const khl_block_t *old, uint32_t nb,
@@ -179,10 +178,7 @@ static int storage_alloc(const khl_allocator_t *a, const khl_block_t *old, uint3
         s->pad = pad_at(s->pairs, nb, t);
         s->pairs += s->pad;
     }
-    clear_ctrl(s->ctrl, nb);
-    /* Tiny: the window reads pair bytes, padding included; a few bytes. */
-    if (nb < GROUP)
-        memset(s->pairs, 0, (size_t)nb * t->pair_size);
+    clear_ctrl(s, nb, t);
     return 0;
 }
 
@@ -304,17 +300,6 @@ static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
 
 /* --- the growth policy ------------------------------------------------------ */
 
-/* Bucket count of a table's first block: as many as fit KHL_FIRST_BLOCK_BYTES
- * in one block (8 pairs of 8 bytes, 4 of 16, 1 of 64), up to one group.  The
- * split layouts take the same count, so they compare like with like. */
-static uint32_t first_buckets(const khl_type_t *t)
-{
-    uint32_t nb = 1;
-    while (nb < GROUP && block_bytes(sizeof(khl_block_t), nb * 2, t) <= KHL_FIRST_BLOCK_BYTES)
-        nb *= 2;
-    return nb;
-}
-
 /* Smallest bucket count whose capacity holds n keys with `slack` of the
  * buckets to spare (in 1/16ths, multi-group tables only); 0 if none. */
 static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
@@ -342,7 +327,7 @@ int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
     uint32_t nb, cap;
     a = alloc_of(a);
     if (!b)
-        return rebuild(bp, a, t, first_buckets(t), 0);
+        return rebuild(bp, a, t, t->first_buckets, 0);
     nb = b->n_buckets;
     cap = capacity(nb, t);
     if (nb > GROUP && (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP)))

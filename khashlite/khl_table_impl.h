@@ -105,6 +105,24 @@ extern "C" {
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
 #define KHL_RESIZE_MIN_BYTES (128u * 1024u)  /* blocks from here grow through a resize */
 
+/* Where n pairs of `size` bytes aligned to `align` start after `head` bytes
+ * of an allocation aligned for max_align_t (for the worst address), and the
+ * bytes the allocation then needs.  A macro so that the type's first block
+ * size (KHL_I_FIRST_BUCKETS) is a constant expression; khl_table.c uses it
+ * at run time. */
+#define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
+#define KHL_I_PAIRS_START(head, align)                                              \
+    ((align) <= KHL_ALIGNOF(max_align_t)                                            \
+         ? KHL_I_ALIGN_UP(head, align)                                              \
+         : KHL_I_ALIGN_UP(head, KHL_ALIGNOF(max_align_t)) + (align) - KHL_ALIGNOF(max_align_t))
+#define KHL_I_BLOCK_FITS(nb, size, align)                                           \
+    (KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size) <= KHL_FIRST_BLOCK_BYTES)
+/* A table's first block: the most buckets (up to one group) that fit
+ * KHL_FIRST_BLOCK_BYTES: 8 pairs of 8 bytes, 4 of 16, 1 of 64. */
+#define KHL_I_FIRST_BUCKETS(size, align)                                            \
+    (KHL_I_BLOCK_FITS(16u, size, align) ? 16u : KHL_I_BLOCK_FITS(8u, size, align) ? 8u \
+     : KHL_I_BLOCK_FITS(4u, size, align) ? 4u : KHL_I_BLOCK_FITS(2u, size, align) ? 2u : 1u)
+
 typedef struct khl_block {
     uint32_t n_buckets;      /* a power of two */
     uint32_t size;           /* live keys */
@@ -132,6 +150,7 @@ typedef struct khl_regions {
 typedef struct khl_type {
     size_t pair_size, pair_align;
     uint32_t max_load;          /* KHL_MAX_LOAD in 1/65536 */
+    uint32_t first_buckets;     /* KHL_I_FIRST_BUCKETS */
     int layout;
     /* Puts every key of `from` into `to`, which is empty and large enough. */
     void (*move)(const khl_regions_t *to, const khl_regions_t *from);
@@ -218,11 +237,12 @@ static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c
     khl_group_store(ctrl + base, khl_group_with(khl_group_load(ctrl + base), i - base, c));
 }
 
-/* Puts tag in free bucket slot. */
-static inline void khl_fill(khl_block_t *b, unsigned char *ctrl, uint32_t slot, unsigned char tag)
+/* Puts tag in free bucket j of the group at gp, whose control bytes are w. */
+static inline void khl_fill_in(khl_block_t *b, unsigned char *gp, khl_group_t w, uint32_t j,
+                               unsigned char tag)
 {
-    b->growth_left -= ctrl[slot] == KHL_CTRL_EMPTY;
-    khl_ctrl_set(ctrl, slot, tag);
+    b->growth_left -= (khl_group_empty(w) >> j) & 1u;
+    khl_group_store(gp, khl_group_with(w, j, tag));
     b->size++;
 }
 
@@ -421,13 +441,16 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         const khl_pairt_##name *fp = (const khl_pairt_##name *)(const void *)from->pairs; \
         khl_pairt_##name *tp = (khl_pairt_##name *)(void *)to->pairs;               \
-        uint32_t i;                                                                 \
-        for (i = khl_scan_full(from->ctrl, from->n_buckets, 0); i < from->n_buckets; \
-             i = khl_scan_full(from->ctrl, from->n_buckets, i + 1)) {               \
-            uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                         \
-            uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
-            khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
-            tp[j] = fp[i];                                                          \
+        uint32_t base, live = khl_live_mask(from->n_buckets);                       \
+        for (base = 0; base < from->n_buckets; base += KHL_GROUP_WIDTH) {           \
+            uint32_t m = khl_group_full(khl_group_load(from->ctrl + base)) & live;  \
+            for (; m; m &= m - 1u) {                                                \
+                uint32_t i = base + khl_mask_lowest(m);                             \
+                uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                     \
+                uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash); \
+                khl_ctrl_set(to->ctrl, j, khl_tag(hash));                           \
+                tp[j] = fp[i];                                                      \
+            }                                                                       \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way): every key to place is marked deleted; each */   \
@@ -460,7 +483,9 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     static const khl_type_t khl_type_##name KHL_UNUSED = {                          \
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
-        (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000), khl_layout_##name,             \
+        (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000),                                \
+        KHL_I_FIRST_BUCKETS(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name)), \
+        khl_layout_##name,                                                          \
         khl_move_##name, khl_rehash_##name, khl_hashpair_##name};                   \
     SCOPE void khl_init_##name(khl_t_##name *h, const khl_allocator_t *a)           \
     {                                                                               \
@@ -516,7 +541,7 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         khl_block_t *b;                                                             \
         unsigned char *ctrl;                                                        \
-        uint32_t slot;                                                              \
+        uint32_t slot, base;                                                        \
         if (khl_table_grow(&h->b, h->a, &khl_type_##name) < 0) {                    \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
@@ -524,7 +549,8 @@ template <bool IsMap> constexpr int khl_require_map()
         b = h->b;                                                                   \
         ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
         slot = khl_find_free(ctrl, b->n_buckets, b->shift, hash);                   \
-        khl_fill(b, ctrl, slot, khl_tag(hash));                                     \
+        base = slot & ~(KHL_GROUP_WIDTH - 1u);                                      \
+        khl_fill_in(b, ctrl + base, khl_group_load(ctrl + base), slot - base, khl_tag(hash)); \
         ((khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name))[slot].key = key; \
         *ret = 1;                                                                   \
         return slot;                                                                \
@@ -533,9 +559,9 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         khl_block_t *b = h->b;                                                      \
         khl_pairt_##name *pairs;                                                    \
-        unsigned char *ctrl;                                                        \
         uint64_t hash = (uint64_t)(hash_fn(key));                                   \
-        uint32_t slot = UINT32_MAX;                                                 \
+        uint32_t base = UINT32_MAX, j = 0;                                          \
+        khl_group_t slot_w;                                                         \
         int dummy;                                                                  \
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
@@ -543,22 +569,25 @@ template <bool IsMap> constexpr int khl_require_map()
             return khl_putslow_##name(h, hash, key, ret);                           \
         pairs = (khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name);     \
         KHL_I_PREFETCH_HOME(b, hash, pairs);                                        \
+        /* The first free bucket of the walk: its group, index, control bytes. */  \
         KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs,                              \
-                     if (slot == UINT32_MAX) {                                      \
+                     if (base == UINT32_MAX) {                                      \
                          uint32_t f_ = khl_group_free(w_) & live_;                  \
-                         if (f_)                                                    \
-                             slot = khl_probe_base(&p_) + khl_mask_highest(f_);     \
+                         if (f_) {                                                  \
+                             base = khl_probe_base(&p_);                            \
+                             j = khl_mask_highest(f_);                              \
+                             slot_w = w_;                                           \
+                         }                                                          \
                      },                                                             \
                      *ret = 0; return i;)                                           \
-        ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
         /* An empty bucket uses up capacity; a tombstone does not. */              \
-        if (KHL_UNLIKELY(slot == UINT32_MAX ||                                      \
-                         (!b->growth_left && ctrl[slot] == KHL_CTRL_EMPTY)))        \
+        if (KHL_UNLIKELY(base == UINT32_MAX ||                                      \
+                         (!b->growth_left && ((khl_group_empty(slot_w) >> j) & 1u)))) \
             return khl_putslow_##name(h, hash, key, ret);                           \
-        khl_fill(b, ctrl, slot, khl_tag(hash));                                     \
-        pairs[slot].key = key;                                                      \
+        khl_fill_in(b, khl_ctrl_at(b, khl_layout_##name) + base, slot_w, j, khl_tag(hash)); \
+        pairs[base + j].key = key;                                                  \
         *ret = 1;                                                                   \
-        return slot;                                                                \
+        return base + j;                                                            \
     }                                                                               \
     HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
     {                                                                               \

@@ -249,7 +249,7 @@ Test(table, reserve_too_large_fails_and_changes_nothing)
 /* A type-independent operation given a pair size no block can hold. */
 static int reserve_with_pair_size(size_t pair_size, size_t n, test_alloc_t *t)
 {
-    khl_type_t huge = {pair_size, 8, 57344, KHL_LAYOUT_SINGLE, NULL, NULL, NULL};
+    khl_type_t huge = {pair_size, 8, 57344, 1, KHL_LAYOUT_SINGLE, NULL, NULL, NULL};
     khl_block_t *b = NULL;
     int r = khl_table_reserve(&b, &t->a, &huge, n);
     cr_assert_null(b);
