@@ -51,13 +51,10 @@
  *
  *     fn(ud, NULL, 0, n)         allocate n bytes, NULL on failure
  *     fn(ud, p, osize, 0)        free p; osize is exactly what p was given
- *     fn(ud, p, osize, nsize)    resize p, keeping its first osize bytes;
- *                                NULL on failure with p untouched
+ *     fn(ud, p, osize, nsize)    resize (tables never ask for it)
  *
- * Blocks must be aligned for max_align_t.  A table grows its block through
- * the resize call (an allocator that extends in place saves the copy and the
- * fresh pages); a hook whose resize always fails still works: the table
- * then allocates a new block, moves its keys and frees the old one.
+ * Blocks must be aligned for max_align_t.  A table grows by allocating the
+ * new block, moving its keys and freeing the old one.
  *
  * ---------------------------------------------------------------------------
  * Hashing

@@ -1,7 +1,7 @@
 /* khl_table.c: the table operations that do not depend on the key type:
  * block sizes and layout, the growth policy, allocation, rebuilds (into a
- * new block, in place, or in a block the allocator grew), copy, clear,
- * destroy, and the invariant checker.  The generated code calls them with
+ * new block, or in place to drop tombstones), copy, clear, destroy, and the
+ * invariant checker.  The generated code calls them with
  * its khl_type_t; only the per-key work (hashing, comparing, moving pairs)
  * stays in the macros of khl_table_impl.h.
  *
@@ -230,40 +230,6 @@ static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
     b->growth_left = capacity(b->n_buckets, t) - b->size;
 }
 
-/* Grows a single block through the allocator's resize, then rehashes it in
- * place: an allocator that can extend the block (mremap for large glibc
- * blocks, a pool's tail) saves the fresh pages and the copy of a new block.
- * Below KHL_RESIZE_MIN_BYTES a resize is a copy anyway (glibc maps blocks
- * of 128 KiB and more, and only those can grow without one), and moving the
- * keys into a fresh block is cheaper than rehashing them in place.
- * Returns -1 with the block untouched when the allocator declines. */
-static int grow_by_resize(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t,
-                          uint32_t nb)
-{
-    khl_block_t *b = *bp;
-    uint32_t old_nb = b->n_buckets, size = b->size;
-    size_t osize = block_bytes(sizeof(khl_block_t), old_nb, t);
-    size_t nsize = block_bytes(sizeof(khl_block_t), nb, t);
-    size_t old_off = sizeof(khl_block_t) + old_nb + b->pairs_pad;
-    unsigned char *ctrl;
-    khl_regions_t r;
-    if (!nsize || !(b = (khl_block_t *)a->fn(a->ud, b, osize, nsize)))
-        return -1;
-    ctrl = (unsigned char *)(b + 1);
-    b->pairs_pad = pad_at(ctrl + nb, nb, t);
-    r.ctrl = ctrl;
-    r.pairs = (char *)ctrl + nb + b->pairs_pad;
-    r.n_buckets = nb;
-    r.shift = shift_for(nb);
-    memmove(r.pairs, (char *)b + old_off, (size_t)old_nb * t->pair_size);
-    memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
-    memset(ctrl + nb, 0xFF, b->pairs_pad);      /* a tiny window may read it */
-    set_counters(b, nb, size, t);
-    t->rehash(&r, old_nb);
-    *bp = b;
-    return 0;
-}
-
 /* Rebuilds the table with nb buckets (nb holds its keys); -1 and unchanged
  * when memory runs out. */
 static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t, uint32_t nb,
@@ -275,11 +241,6 @@ static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
     if (b && nb == b->n_buckets) {
         rehash_in_place(b, t);
         b->reserved = reserved;
-        return 0;
-    }
-    if (b && nb > b->n_buckets && t->layout == KHL_LAYOUT_SINGLE &&
-        khl_table_block_size(b, t) >= KHL_RESIZE_MIN_BYTES && grow_by_resize(bp, a, t, nb) == 0) {
-        (*bp)->reserved = reserved;
         return 0;
     }
     if (storage_alloc(a, b, nb, t, &s) < 0)

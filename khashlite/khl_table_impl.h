@@ -103,7 +103,6 @@ extern "C" {
 #define KHL_MAX_BUCKETS 0x80000000u
 #define KHL_LARGE_BUCKETS 256u      /* from here pairs start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
-#define KHL_RESIZE_MIN_BYTES (128u * 1024u)  /* blocks from here grow through a resize */
 
 /* Where n pairs of `size` bytes aligned to `align` start after `head` bytes
  * of an allocation aligned for max_align_t (for the worst address), and the
@@ -154,8 +153,9 @@ typedef struct khl_type {
     int layout;
     /* Puts every key of `from` into `to`, which is empty and large enough. */
     void (*move)(const khl_regions_t *to, const khl_regions_t *from);
-    /* Buckets [0, n_placed) hold keys placed for another geometry, the rest
-     * are empty: places them for this one, without allocating. */
+    /* Buckets [0, n_placed) hold keys placed for another geometry (or with
+     * tombstones between them), the rest are empty: places them for this
+     * one, without allocating. */
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
     uint64_t (*hash)(const void *pair);     /* khl_table_check only */
 } khl_type_t;

@@ -17,8 +17,6 @@ typedef struct test_alloc {
     uint64_t allocs, frees;     /* successful allocations and frees */
     uint64_t fail_at;           /* fail the fail_at-th attempt (1-based); 0 never */
     int fail_after;             /* with fail_at: also fail every attempt after it */
-    int fail_resizes;           /* refuse every resize (ptr and nsize both set) */
-    uint64_t resizes;           /* resizes that succeeded */
     size_t live_bytes, max_live_blocks;
     test_block_t *live;         /* registry of live blocks, to check osize */
     size_t n_live, cap_live;

@@ -1,8 +1,7 @@
 /* test_core.c: what the v2 core adds and what it promises beyond 0.1: the two
  * group implementations agree, tiny tables (first block sizes, one
  * allocation for a life of up to 8 keys, the masked control window),
- * khl_del_key, growth through the allocator's resize and its fallback,
- * reserve's promise under churn, over-aligned types, and seeded integer
+ * khl_del_key, reserve's promise under churn, over-aligned types, and seeded integer
  * hashes against crafted keys. */
 #include <criterion/criterion.h>
 #include <stdalign.h>
@@ -174,43 +173,6 @@ Test(core, del_key_erases_once_and_reports_absence)
     cr_assert_eq(khl_size(c64, &h), 5000 - 1667);
     cr_assert_eq(khl_check(c64, &h), 0);
     khl_destroy(c64, &h);
-}
-
-/* --- growth through the allocator's resize ---------------------------------------- */
-
-/* A table large enough that its block grows through the resize call. */
-static void grow_big(test_alloc_t *t, uint32_t n)
-{
-    khl_t(c64) h;
-    khl_init(c64, &h, &t->a);
-    for (uint32_t i = 0; i < n; ++i) {
-        khl_val(c64, &h, khl_put(c64, &h, (uint64_t)i * 0x9E3779B97F4A7C15ULL, NULL)) = i;
-        cr_assert_eq(t->n_live, 1);
-        cr_assert_eq(t->live_bytes, khl_block_size(c64, &h));
-    }
-    cr_assert_eq(khl_check(c64, &h), 0);
-    for (uint32_t i = 0; i < n; ++i)
-        cr_assert_eq(khl_val(c64, &h, khl_get(c64, &h, (uint64_t)i * 0x9E3779B97F4A7C15ULL)), i);
-    khl_destroy(c64, &h);
-}
-
-Test(core, large_blocks_grow_through_resize)
-{
-    test_alloc_t t;
-    test_alloc_init(&t);
-    grow_big(&t, 60000);
-    cr_assert_geq(t.resizes, 2, "a table past 128 KiB must grow through resize");
-    test_alloc_fini(&t);
-}
-
-Test(core, a_refused_resize_falls_back_to_a_new_block)
-{
-    test_alloc_t t;
-    test_alloc_init(&t);
-    t.fail_resizes = 1;
-    grow_big(&t, 60000);
-    cr_assert_eq(t.resizes, 0);
-    test_alloc_fini(&t);
 }
 
 /* --- reserve's promise (a regression: 0.1 rebuilt reserved tables after deletes) --- */
