@@ -106,8 +106,8 @@ extern const khl_allocator_t khl_libc_allocator;   /* malloc / realloc / free */
 /* Hashes                                                                    */
 
 /* Fixes the process-wide seed of every khl_hash_* (random per process
- * otherwise).  Call it before any table is filled: a table filled under
- * another seed no longer finds its keys. */
+ * otherwise).  Call it before any table is filled (a table filled under
+ * another seed no longer finds its keys) and while no other thread hashes. */
 void     khl_seed(uint64_t seed);
 uint64_t khl_hash_str(const char *s);                  /* XXH3-64 */
 uint64_t khl_hash_bytes(const void *p, size_t n);      /* XXH3-64 */
