@@ -43,9 +43,10 @@
  * realloc counts old and new together unless glibc resized in place or
  * remapped (an mmapped chunk: mremap copies no pages).
  *
- * Sets of 2M keys and more (peers at 2M, vs_khash at 10M; not growth) run at most 3
- * repetitions and no warmup, and the 10M sets run khashlite and khash only,
- * so a standard run stays within its time budget. */
+ * So that a standard run stays within its time budget (150 s on 2 cores),
+ * sets of 2M keys and more (peers at 2M, vs_khash at 10M, growth) run at
+ * most 3 repetitions and no warmup; the 10M sets run khashlite and khash
+ * only, and their sequential and multiplicative sets one repetition. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdlib.h>
@@ -418,6 +419,12 @@ static int reps_for(const bench_opts_t *o, size_t n)
 {
     return n >= BIG_SET && o->reps > 3 ? 3 : o->reps;
 }
+/* Above BIG_SET (vs_khash's 10M sets) the sequential and multiplicative sets,
+ * whose only target is hit >= khash, run once; the random set as reps_for. */
+static int huge_reps(const bench_opts_t *o, size_t n, int kind)
+{
+    return n > BIG_SET && kind != KS_RAND ? 1 : reps_for(o, n);
+}
 
 /* --- workload peers ---------------------------------------------------------- */
 
@@ -621,8 +628,8 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
             }
             keys_make(&k, PEERS_U32, kind, sizes[s], 1);
             run_rounds(o, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
-                       reps_for(o, sizes[s]), big_rep, &c, c.misses ? B_N_OPS : B_MISS, metrics,
-                       step, total);
+                       huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
+                       metrics, step, total);
             keys_free(&k);
         }
     for (int kind = 0; kind < 2; ++kind) {
@@ -714,8 +721,8 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     const char *al = bench_allocator(o);
     keys_t k;
     keys_make(&k, PEERS_U64, KS_RAND, n, 0);
-    run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, o->warmup, o->reps, growth_rep, &k, 1,
-               &metric, step, total);
+    run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
+               growth_rep, &k, 1, &metric, step, total);
     /* Untimed: one key per call, to see after which put the peak was set. */
     for (int t = 0; t < N_TABLES; ++t) {
         const peers_ops_t *op = &tables[t].ops[PEERS_U64];
@@ -766,11 +773,12 @@ int main(int argc, char **argv)
         growth_n = 50000;
         n_peers = n_big = 1;
     }
-    total = (o.warmup + o.reps) * (4 + 8 + 1);
+    total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
     for (int s = 0; s < n_peers; ++s)
         total += PEERS_N_BP * (warmup_for(&o, peers_n[s]) + reps_for(&o, peers_n[s]));
     for (int s = 0; s < n_big; ++s)
-        total += N_KINDS * (warmup_for(&o, big_n[s]) + reps_for(&o, big_n[s]));
+        for (int kind = 0; kind < N_KINDS; ++kind)
+            total += warmup_for(&o, big_n[s]) + huge_reps(&o, big_n[s], kind);
     if (bench_wanted(&o, "peers"))
         workload_peers(&o, peers_n, n_peers, points, &step, total);
     if (bench_wanted(&o, "vs_khash"))
