@@ -3,7 +3,7 @@
 # plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
 # results.csv, writes the machine details, then REPORT.md and the plots
 # (bench/report.c, gnuplot).
-#   standard  `make bench`: five to seven minutes on 2 cores
+#   standard  `make bench`: about eight minutes on 2 cores
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
 set -euo pipefail
