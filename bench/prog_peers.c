@@ -14,7 +14,9 @@
  *             run a batch of 1,000 each of erase-existing (then re-inserted,
  *             untimed), replace-existing, erase-missing, get-existing,
  *             get-missing, and iterate the whole table.  Metric
- *             BLUEPRINT_OP_ns: ns per operation (per element for iterate).
+ *             BLUEPRINT_OP_ns: ns per operation (per element for iterate):
+ *             insert over the whole fill, the others the median over the
+ *             points of each batch's figure (see peers_rep).
  *   vs_khash  u32 -> u32 against khash with its identity hash: 1M and 10M
  *             keys, sequential (0..n-1), multiplicative (i * 2654435761) and
  *             random distinct, insert / hit (shuffled order) / miss / erase
@@ -435,25 +437,36 @@ static const char *const p_ops[P_N_OPS] = {"insert", "erase", "replace", "erase_
 
 typedef struct peers_ctx {
     const keys_t *k;
-    int points;
+    int points;              /* at most MAX_POINTS */
 } peers_ctx_t;
+#define MAX_POINTS 64
 
+/* ns per operation since t0. */
+static double per_op(uint64_t t0, size_t ops)
+{
+    return (double)(bench_now_ns() - t0) / (double)ops;
+}
+
+/* Insert is the whole fill's time over N, rebuilds included.  Every other
+ * operation is the median over the measurement points of its batch's ns per
+ * operation: a batch lasts 10-300 µs, so on this shared machine one turn of
+ * another process inside it would otherwise outweigh the rest. */
 static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, double *out)
 {
     const peers_ctx_t *c = vctx;
     const keys_t *k = c->k;
     size_t n = k->n, done = 0;
-    uint64_t ns[P_N_OPS] = {0}, ops[P_N_OPS] = {0}, s = 7, sum, t0;
+    uint64_t insert_ns = 0, s = 7, sum, t0;
+    double per[P_N_OPS][MAX_POINTS];
     void *h = op->create();
     if (!h)
         oom("create");
-    for (int p = 1; p <= c->points; ++p) {
-        size_t upto = n * (size_t)p / (size_t)c->points, b, off;
+    for (int p = 0; p < c->points; ++p) {
+        size_t upto = n * (size_t)(p + 1) / (size_t)c->points, b, off;
         t0 = bench_now_ns();
         if (op->put(h, k->hit, done, upto) != (long)(upto - done))
             fail(table, "insert did not add every key", n);
-        ns[P_INSERT] += bench_now_ns() - t0;
-        ops[P_INSERT] += upto - done;
+        insert_ns += bench_now_ns() - t0;
         done = upto;
         b = done < BATCH ? done : BATCH;
 
@@ -461,7 +474,7 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
         t0 = bench_now_ns();
         if (op->erase(h, key_at(k->hit, k->ksz, off), b) != b)
             fail(table, "erase missed a key", n);
-        ns[P_ERASE] += bench_now_ns() - t0;
+        per[P_ERASE][p] = per_op(t0, b);
         if (op->put(h, k->hit, off, off + b) != (long)b)
             fail(table, "re-insert did not add every key", n);
 
@@ -469,44 +482,40 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
         t0 = bench_now_ns();
         if (op->put(h, k->hit, off, off + b) != 0)
             fail(table, "replace added a key", n);
-        ns[P_REPLACE] += bench_now_ns() - t0;
+        per[P_REPLACE][p] = per_op(t0, b);
 
         off = rnd(&s) % (n - b + 1);      /* erase-missing */
         t0 = bench_now_ns();
         if (op->erase(h, key_at(k->miss, k->ksz, off), b) != 0)
             fail(table, "erase-missing erased a key", n);
-        ns[P_ERASE_MISSING] += bench_now_ns() - t0;
+        per[P_ERASE_MISSING][p] = per_op(t0, b);
 
         off = rnd(&s) % (done - b + 1);   /* get-existing */
         t0 = bench_now_ns();
-        if (op->get(h, key_at(k->hit, k->ksz, off), b, &sum) != b ||
-            sum != (uint64_t)b * off + (uint64_t)b * (b - 1) / 2)
-            fail(table, "get-existing missed a key or its value", n);
-        ns[P_GET] += bench_now_ns() - t0;
+        if (op->get(h, key_at(k->hit, k->ksz, off), b, &sum) != b)
+            fail(table, "get-existing missed a key", n);
+        per[P_GET][p] = per_op(t0, b);
+        if (sum != (uint64_t)b * off + (uint64_t)b * (b - 1) / 2)
+            fail(table, "get-existing read a wrong value", n);
 
         off = rnd(&s) % (n - b + 1);      /* get-missing */
         t0 = bench_now_ns();
         if (op->get(h, key_at(k->miss, k->ksz, off), b, &sum) != 0)
             fail(table, "get-missing found a key", n);
-        ns[P_GET_MISSING] += bench_now_ns() - t0;
+        per[P_GET_MISSING][p] = per_op(t0, b);
 
         t0 = bench_now_ns();
         sum = op->iterate(h);
-        ns[P_ITERATE] += bench_now_ns() - t0;
+        per[P_ITERATE][p] = per_op(t0, done);
         if (sum != (uint64_t)done * (done - 1) / 2)
             fail(table, "iterate sum is wrong", n);
-        ops[P_ERASE] += b;
-        ops[P_REPLACE] += b;
-        ops[P_ERASE_MISSING] += b;
-        ops[P_GET] += b;
-        ops[P_GET_MISSING] += b;
-        ops[P_ITERATE] += done;
     }
     if (op->size(h) != n)
         fail(table, "size at the end is wrong", n);
     op->destroy(h);
-    for (int i = 0; i < P_N_OPS; ++i)
-        out[i] = (double)ns[i] / (double)ops[i];
+    out[P_INSERT] = (double)insert_ns / (double)n;
+    for (int i = P_INSERT + 1; i < P_N_OPS; ++i)
+        out[i] = bench_summarise(per[i], c->points).median;
 }
 
 static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_sizes, int points,
