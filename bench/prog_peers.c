@@ -10,7 +10,7 @@
  *   peers     the shape of Jackson Allan's C/C++ hash-table benchmark, for
  *             three blueprints (u32 -> u32, u64 -> 448-bit payload, 16-char
  *             string -> u64) at N = 200k and 2M: insert N distinct random
- *             keys into an empty table (no reserve); every N/POINTS inserts
+ *             keys into an empty table (no reserve); every N/20 inserts
  *             run a batch of 1,000 each of erase-existing (then re-inserted,
  *             untimed), replace-existing, erase-missing, get-existing,
  *             get-missing, and iterate the whole table.  Metric
