@@ -87,6 +87,36 @@ void peers_count_free(void *p)
     peers_counting->live -= spend(p);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PEERS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PEERS_ASAN 1
+#endif
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+/* Was p served by mmap?  glibc keeps a chunk's size in the word before it,
+ * bit 1 IS_MMAPPED.  AddressSanitizer's and valgrind's allocators have no
+ * such word: there every moved realloc counts as a copy. */
+static int chunk_mmapped(const void *p)
+{
+#ifdef PEERS_ASAN
+    (void)p;
+    return 0;
+#else
+    return !RUNNING_ON_VALGRIND && (((const size_t *)p)[-1] & 2) != 0;
+#endif
+}
+
 void *peers_count_realloc(void *p, size_t n)
 {
     size_t old;
@@ -95,7 +125,7 @@ void *peers_count_realloc(void *p, size_t n)
     if (!p)
         return peers_malloc(n);
     old = spend(p);
-    mmapped = (((const size_t *)p)[-1] & 2) != 0;   /* glibc's IS_MMAPPED bit */
+    mmapped = chunk_mmapped(p);
     q = realloc(p, n);
     if (!q)
         return NULL;
