@@ -3,8 +3,11 @@
 # the top-level Makefile.
 #
 # A program P is built from bench/P.c plus the optional extra sources named
-# in P_EXTRA (C or C++), linked once per malloc in BENCH_MALLOCS:
+# in P_EXTRA (C or C++), linked once per malloc in P_MALLOCS (default
+# BENCH_MALLOCS):
 #   build/bench/khl-bench-P-glibc, -tcmalloc, -jemalloc, -mimalloc
+# and run by bench/run.sh once per malloc, then on khl_pool over glibc unless
+# P_POOL is no.  BENCH_JOBS is that plan, passed to run.sh.
 
 BENCH_MALLOCS  = glibc tcmalloc jemalloc mimalloc
 MALLOC_LIBS_glibc    =
@@ -18,7 +21,7 @@ BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_LIBS     = -lm -pthread
 BENCH_COMMON   = $(BUILD)/bench/obj/bench.o $(BUILD)/bench/obj/alloc.o
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
-                 libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost-dev \
+                 libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
                  gnuplot-nox libxxhash-dev pkg-config
 
 # Per-program extra sources and libraries (each program's author owns its lines).
@@ -27,9 +30,21 @@ seeds_EXTRA = bench/seeds_boost.cpp
 seeds_LIBS  =
 large_EXTRA = bench/peer_absl.cpp bench/peer_mruby.c bench/large_lf77.c
 large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
+# One large table is table work, not allocator work (a rebuild is one
+# allocation): glibc and the pool only, which keeps `make bench` near 8 minutes.
+large_MALLOCS = glibc
 $(BUILD)/bench/obj/large_lf77.o: bench/prog_large.c
 churn_EXTRA =
 churn_LIBS  =
+# peers compares tables, not mallocs, and counts memory as glibc spends it.
+peers_EXTRA   = bench/peer_flat.cpp
+peers_LIBS    = $(shell pkg-config --libs absl_flat_hash_map)
+peers_MALLOCS = glibc
+peers_POOL    = no
+
+bench_mallocs = $(or $($(1)_MALLOCS),$(BENCH_MALLOCS))
+BENCH_JOBS = $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(p):$(m):libc) \
+                 $(if $(filter no,$($(p)_POOL)),,$(p):glibc:pool))
 
 .PHONY: bench bench-full bench-smoke bench-build deps-bench
 
@@ -55,7 +70,7 @@ $(BUILD)/bench/khl-bench-$(1)-$(2): $(BUILD)/bench/obj/prog_$(1).o $$(patsubst b
 	$$(CXX) -o $$@ $$^ $$($(1)_LIBS) $(BENCH_LIBS) $(MALLOC_LIBS_$(2))
 BENCH_BINS += $(BUILD)/bench/khl-bench-$(1)-$(2)
 endef
-$(foreach p,$(BENCH_PROGS),$(foreach m,$(BENCH_MALLOCS),$(eval $(call BENCH_LINK,$(p),$(m)))))
+$(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(eval $(call BENCH_LINK,$(p),$(m)))))
 
 # seed_fastmm (bench/fastmm.c): one binary on glibc that loads the other
 # mallocs itself, so every contender runs in one process.  The library's
@@ -86,8 +101,8 @@ $(BUILD)/bench/khl-bench-report: bench/report.c | deps-bench
 bench-build: $(BENCH_BINS) $(BUILD)/bench/khl-bench-report
 
 bench: bench-build
-	BUILD=$(BUILD) bash bench/run.sh standard
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh standard
 bench-full: bench-build
-	BUILD=$(BUILD) bash bench/run.sh full
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh full
 bench-smoke: bench-build
-	BUILD=$(BUILD) bash bench/run.sh smoke
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh smoke

@@ -16,12 +16,26 @@ for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline floor; do
     grep -q ",$a," "$csv" || fail "no rows for allocator $a"
 done
 for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \
-         seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks; do
+         seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks peers vs_khash tiny growth; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
-for s in '## Headline' '## Targets' '## Many live tables' '## One large table' '## The seeds' '## Machine and build'; do
+for s in '## Headline' '## Targets' '## Table core v2 targets' '## Many live tables' '## One large table' \
+         '## The seeds' '## Machine and build'; do
     grep -qF "$s" "$dir/REPORT.md" || fail "REPORT.md lacks '$s'"
 done
+# program peers: every table has rows in each of its workloads, and every
+# T1-T5 target line came out measured.
+for t in khashlite boost absl khash; do
+    for w in peers vs_khash tiny growth; do
+        grep -q "^$w,$t," "$csv" || fail "no $w rows for $t"
+    done
+done
+for tg in T1 T2 T3 T4 T5; do
+    grep -q "^| $tg " "$dir/REPORT.md" || fail "REPORT.md has no $tg target"
+done
+if grep '^| T[1-5] ' "$dir/REPORT.md" | grep -q 'not measured'; then
+    fail "a core v2 target was not measured"
+fi
 for p in churn_ns churn_ratio churn_bytes latency; do
     grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
 done

@@ -461,6 +461,272 @@ static void seeds_side_by_side(FILE *o)
             holds(lmx > lts, !isnan(lmx) && !isnan(lts)));
 }
 
+/* --- table core v2: program peers (bench/prog_peers.c) ----------------------- */
+
+static const char *const v2_tables[] = {"khashlite", "boost", "absl", "khash"};
+#define N_V2 4
+
+/* The distinct n of a workload's rows with a metric ending in suffix,
+ * ascending; how many (at most max). */
+static int sizes_of(const char *workload, const char *suffix, long *out, int max)
+{
+    int k = 0;
+    for (size_t i = 0; i < n_rows; ++i) {
+        const row_t *r = &rows[i];
+        size_t ml = strlen(r->metric), sl = strlen(suffix);
+        int seen = 0;
+        if (strcmp(r->workload, workload) || ml < sl || strcmp(r->metric + ml - sl, suffix))
+            continue;
+        for (int j = 0; j < k; ++j)
+            seen |= out[j] == r->n;
+        if (seen || k == max)
+            continue;
+        int j = k++;
+        for (; j > 0 && out[j - 1] > r->n; --j)
+            out[j] = out[j - 1];
+        out[j] = r->n;
+    }
+    return k;
+}
+
+static double v2(const char *workload, const char *table, long n, const char *metric)
+{
+    return val(workload, table, NULL, NULL, n, metric);
+}
+
+/* T1 and T5: the peers workload, every blueprint x N x operation. */
+static void v2_peers(FILE *o)
+{
+    static const char *const bps[] = {"u32", "u64", "str16"};
+    static const char *const ops[] = {"insert", "erase", "replace", "erase_missing", "get",
+                                      "get_missing", "iterate"};
+    long ns[4];
+    int nn = sizes_of("peers", "_ns", ns, 4), rows_n = 0, first = 0;
+    double worst = NAN, worst_it = NAN;
+    char worst_row[96] = "", worst_it_row[96] = "";
+    fprintf(o, "\n### T1, T5: the peers workload\n\nJackson Allan's benchmark shape: N distinct random "
+               "keys inserted into an empty table (no reserve); every N/20 inserts a batch of 1,000 "
+               "each of erase (then re-inserted, untimed), replace, erase-missing, get, get-missing, "
+               "and a walk of the whole table. ns per operation (per element for iterate): insert "
+               "over the whole fill, the others the median over the 20 points of each batch's "
+               "figure (robust to another process's turn inside a batch); best "
+               "other = the fastest of boost, absl and khash on that row. N = 2M runs at most 3 "
+               "repetitions and no warmup.\n\n"
+               "| blueprint | N | op | khashlite | boost | absl | khash | khashlite / best other |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (int b = 0; b < 3; ++b)
+        for (int s = 0; s < nn; ++s)
+            for (int k = 0; k < 7; ++k) {
+                char m[48];
+                double v[N_V2], best = NAN;
+                snprintf(m, sizeof m, "%s_%s_ns", bps[b], ops[k]);
+                for (int t = 0; t < N_V2; ++t) {
+                    v[t] = v2("peers", v2_tables[t], ns[s], m);
+                    if (t && !isnan(v[t]) && (isnan(best) || v[t] < best))
+                        best = v[t];
+                }
+                if (isnan(v[0]))
+                    continue;
+                fprintf(o, "| %s | %ld | %s |", bps[b], ns[s], ops[k]);
+                for (int t = 0; t < N_V2; ++t)
+                    cell(o, v[t], "%.1f");
+                ratio_cell(o, v[0], best);
+                fputc('\n', o);
+                if (isnan(best))
+                    continue;
+                rows_n++;
+                first += v[0] <= best;
+                if (isnan(worst) || v[0] / best > worst) {
+                    worst = v[0] / best;
+                    snprintf(worst_row, sizeof worst_row, "%s N=%ld %s", bps[b], ns[s], ops[k]);
+                }
+                double bo = v[1];
+                if (k == 6 && !isnan(bo) && (isnan(worst_it) || v[0] / bo > worst_it)) {
+                    worst_it = v[0] / bo;
+                    snprintf(worst_it_row, sizeof worst_it_row, "%s N=%ld", bps[b], ns[s]);
+                }
+            }
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    char what[160];
+    snprintf(what, sizeof what, "T1 every row: khashlite / best other, worst row (%s)", worst_row);
+    target(o, what, worst, 1.05, 0, "x");
+    snprintf(what, sizeof what, "T1 rows where khashlite is first: %d of %d, as a fraction", first, rows_n);
+    target(o, what, rows_n ? (double)first / rows_n : NAN, 0.5, 1, "");
+    snprintf(what, sizeof what, "T5 iterate: khashlite / boost, worst (%s)", worst_it_row);
+    target(o, what, worst_it, 1.5, 0, "x");
+}
+
+/* The rest of a vs_khash row: khashlite, khash, boost, absl, khash / khashlite. */
+static void v2_khash_cells(FILE *o, long n, const char *metric, const char *fmt)
+{
+    double l = v2("vs_khash", "khashlite", n, metric), kh = v2("vs_khash", "khash", n, metric);
+    cell(o, l, fmt);
+    cell(o, kh, fmt);
+    cell(o, v2("vs_khash", "boost", n, metric), fmt);
+    cell(o, v2("vs_khash", "absl", n, metric), fmt);
+    ratio_cell(o, kh, l);
+    fputc('\n', o);
+}
+
+/* T2: against khash with its identity hash. */
+static void v2_khash(FILE *o)
+{
+    static const char *const kinds[] = {"seq", "mult", "rand"};
+    static const char *const ops[] = {"insert", "hit", "miss", "erase"};
+    long ns[4], ls[4];
+    int nn = sizes_of("vs_khash", "_hit_ns", ns, 4), nl = sizes_of("vs_khash", "_life_ns", ls, 4);
+    fprintf(o, "\n### T2: against khash (identity hash for u32)\n\nu32 -> u32, ns per operation; hit in "
+               "shuffled order. Keys: sequential 0..n-1, multiplicative i * 2654435761, random "
+               "distinct. Sets above 2M keys run khashlite and khash only, with no warmup, 3 "
+               "repetitions of the random set and one of the others (the reps column of "
+               "results.csv), and the 10M "
+               "sequential set times no misses: khash's identity hash sends the absent ids from "
+               "2^24 on into the 10M-long run of occupied buckets, thousands of probes each, over "
+               "a minute per repetition.\n\n"
+               "| n | keys | op | khashlite | khash | boost | absl | khash / khashlite |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (int s = 0; s < nn; ++s)
+        for (int k = 0; k < 3; ++k)
+            for (int p = 0; p < 4; ++p) {
+                char m[48];
+                snprintf(m, sizeof m, "%s_%s_ns", kinds[k], ops[p]);
+                fprintf(o, "| %ld | %s | %s |", ns[s], kinds[k], ops[p]);
+                v2_khash_cells(o, ns[s], m, "%.1f");
+            }
+    fprintf(o, "\nIn cache: ns per table life (init, put n, get n, destroy).\n\n"
+               "| n | keys | khashlite | khash | boost | absl | khash / khashlite |\n"
+               "|---|---|---|---|---|---|---|\n");
+    static const char *const life_kinds[] = {"rand", "seq"};
+    for (int s = 0; s < nl; ++s)
+        for (int k = 0; k < 2; ++k) {
+            char m[48];
+            snprintf(m, sizeof m, "%s_life_ns", life_kinds[k]);
+            fprintf(o, "| %ld | %s |", ls[s], life_kinds[k]);
+            v2_khash_cells(o, ls[s], m, "%.0f");
+        }
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    /* metric, wanted khash / khashlite */
+    static const struct { const char *metric; double want; } big[] = {
+        {"rand_insert_ns", 1.3}, {"rand_hit_ns", 1.3}, {"rand_erase_ns", 1.3}, {"rand_miss_ns", 2.0},
+        {"seq_hit_ns", 1.0}, {"mult_hit_ns", 1.0}};
+    for (int s = 0; s < nn; ++s)
+        for (int i = 0; i < 6; ++i) {
+            char what[96];
+            snprintf(what, sizeof what, "T2 n=%ld %s: khash / khashlite", ns[s], big[i].metric);
+            target(o, what, v2("vs_khash", "khash", ns[s], big[i].metric) /
+                                v2("vs_khash", "khashlite", ns[s], big[i].metric), big[i].want, 1, "x");
+        }
+    for (int s = 0; s < nl; ++s)
+        for (int k = 0; k < 2; ++k) {
+            char what[96], m[48];
+            snprintf(m, sizeof m, "%s_life_ns", life_kinds[k]);
+            snprintf(what, sizeof what, "T2 life of %ld %s keys: khash / khashlite", ls[s],
+                     k ? "sequential" : "random");
+            target(o, what, v2("vs_khash", "khash", ls[s], m) / v2("vs_khash", "khashlite", ls[s], m),
+                   k ? 1.0 : 1.3, 1, "x");
+        }
+}
+
+/* T3: tables of 1..8 keys. */
+static void v2_tiny(FILE *o)
+{
+    double worst_allocs = NAN, least_allocs = NAN, worst_bytes = NAN, iv = NAN;
+    fprintf(o, "\n### T3: tiny tables\n\nA life: init, put n random keys, get them, destroy (ns). "
+               "Allocations per life, and the heap a table of n keys holds as glibc spends it "
+               "(malloc_usable_size + 8 per live block; the handle, which the caller owns, is not "
+               "included: its size is listed below). mruby 3.1's iv_tbl is its 16-byte header and "
+               "48-byte array, computed the same way.\n\n"
+               "| n | life ns: khashlite / boost / absl / khash | allocs per life | heap bytes "
+               "(+ mruby iv_tbl) |\n|---|---|---|---|\n");
+    for (long n = 1; n <= 8; ++n) {
+        fprintf(o, "| %ld |", n);
+        for (int pass = 0; pass < 3; ++pass) {
+            static const char *const metrics[] = {"life_ns", "allocs_per_life", "heap_bytes"};
+            if (pass == 2 && n > 4) {
+                fprintf(o, " – |");
+                continue;
+            }
+            for (int t = 0; t < N_V2; ++t) {
+                double v = v2("tiny", v2_tables[t], n, metrics[pass]);
+                fputs(t ? " /" : "", o);
+                if (isnan(v))
+                    fputs(" –", o);
+                else
+                    fprintf(o, " %.0f", v);
+            }
+            if (pass == 2)
+                fprintf(o, " (%.0f)", v2("tiny", "mruby_iv_tbl", n, "heap_bytes"));
+            fprintf(o, " |");
+        }
+        fputc('\n', o);
+        double a = v2("tiny", "khashlite", n, "allocs_per_life");
+        if (!isnan(a)) {
+            worst_allocs = isnan(worst_allocs) || a > worst_allocs ? a : worst_allocs;
+            least_allocs = isnan(least_allocs) || a < least_allocs ? a : least_allocs;
+        }
+        double b = n <= 4 ? v2("tiny", "khashlite", n, "heap_bytes") : NAN;
+        double m = n <= 4 ? v2("tiny", "mruby_iv_tbl", n, "heap_bytes") : NAN;
+        if (!isnan(b) && (isnan(worst_bytes) || b > worst_bytes))
+            worst_bytes = b;
+        if (!isnan(m) && (isnan(iv) || m < iv))
+            iv = m;
+    }
+    fprintf(o, "\nHandle bytes (held by the caller, not on the heap): khashlite %.0f, boost %.0f, "
+               "absl %.0f, khash %.0f (a pointer to its heap header), mruby iv_tbl %.0f.\n",
+            v2("tiny", "khashlite", 0, "handle_bytes"), v2("tiny", "boost", 0, "handle_bytes"),
+            v2("tiny", "absl", 0, "handle_bytes"), v2("tiny", "khash", 0, "handle_bytes"),
+            v2("tiny", "mruby_iv_tbl", 0, "handle_bytes"));
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    target(o, "T3 allocations per life, n = 1..8, most", worst_allocs, 1, 0, "");
+    target(o, "T3 allocations per life, n = 1..8, fewest", least_allocs, 1, 1, "");
+    target(o, "T3 life of 8 keys: khashlite / boost",
+           v2("tiny", "khashlite", 8, "life_ns") / v2("tiny", "boost", 8, "life_ns"), 1.0, 0, "x");
+    target(o, "T3 heap bytes of a 1..4-key table, most (wanted: mruby iv_tbl's)", worst_bytes, iv, 0,
+           " B");
+}
+
+/* T4: u64 -> 448-bit growth to 2M keys. */
+static void v2_growth(FILE *o)
+{
+    long ns[2];
+    if (!sizes_of("growth", "insert_ns", ns, 1))
+        return;
+    fprintf(o, "\n### T4: growth, u64 -> 448-bit, %ld keys without reserve\n\n"
+               "At most 3 repetitions, no warmup. "
+               "Peak: the most bytes the table held at any moment (the worst rebuild), counted "
+               "through its allocator as glibc spends them; per key: divided by the keys the table "
+               "held at that moment.\n\n"
+               "| table | ns per insert | peak bytes | keys at peak | peak bytes per key | "
+               "bytes per key at the end |\n|---|---|---|---|---|---|\n", ns[0]);
+    for (int t = 0; t < N_V2; ++t) {
+        fprintf(o, "| %s |", v2_tables[t]);
+        cell(o, v2("growth", v2_tables[t], ns[0], "insert_ns"), "%.1f");
+        cell(o, v2("growth", v2_tables[t], ns[0], "peak_bytes"), "%.0f");
+        cell(o, v2("growth", v2_tables[t], ns[0], "keys_at_peak"), "%.0f");
+        cell(o, v2("growth", v2_tables[t], ns[0], "peak_bytes_per_key"), "%.1f");
+        cell(o, v2("growth", v2_tables[t], ns[0], "bytes_per_key_end"), "%.1f");
+        fputc('\n', o);
+    }
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    target(o, "T4 u64 -> 448-bit insert: khashlite / khash",
+           v2("growth", "khashlite", ns[0], "insert_ns") / v2("growth", "khash", ns[0], "insert_ns"),
+           1.2, 0, "x");
+}
+
+static void core_v2(FILE *o)
+{
+    if (!find("peers", NULL, NULL, NULL, -1, NULL) && !find("vs_khash", NULL, NULL, NULL, -1, NULL))
+        return;
+    fprintf(o, "\n## Table core v2 targets\n\nkhashlite against boost::unordered_flat_map, "
+               "absl::flat_hash_map and htslib's khash in one process (bench/prog_peers.c, glibc): "
+               "tables take turns in every repetition, medians; each table with its own default hash. "
+               "Measured here, never asserted by `make test`.\n");
+    v2_peers(o);
+    v2_khash(o);
+    v2_tiny(o);
+    v2_growth(o);
+}
+
 /* --- plots ---------------------------------------------------------------- */
 
 static int gnuplot(const char *dir, const char *script)
@@ -601,6 +867,7 @@ int main(int argc, char **argv)
     no_gain(o);
     targets(o);
     target_notes(o);
+    core_v2(o);
     fprintf(o, "\n## Plots\n\n![ns per lifecycle](churn_ns.svg)\n\n![relative to single](churn_ratio.svg)\n\n![bytes per table](churn_bytes.svg)\n\n"
                "![latency trace](latency.svg)\n");
     fprintf(o, "\n## Churn, other key types and reserve\n");

@@ -3,7 +3,7 @@
 # plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
 # results.csv, writes the machine details, then REPORT.md and the plots
 # (bench/report.c, gnuplot).
-#   standard  `make bench`: five to seven minutes on 2 cores
+#   standard  `make bench`: about eight minutes on 2 cores
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
 set -euo pipefail
@@ -24,18 +24,10 @@ mkdir -p "$out/traces"
 csv=$out/results.csv
 echo "workload,table,layout,allocator,n,metric,value,repetitions,min,median,max" > "$csv"
 
-mallocs=(glibc tcmalloc jemalloc mimalloc)
-progs=()
-for b in "$BUILD"/bench/khl-bench-*-glibc; do
-    p=${b##*/khl-bench-}; progs+=("${p%-glibc}")
-done
-
-# Every (program, allocator) pair, glibc on the pool too.
+# The (program, malloc, allocator) runs bench.mk planned: "prog:malloc:libc|pool".
+: "${BENCH_JOBS:?run through make bench, bench-full or bench-smoke (it sets BENCH_JOBS)}"
 jobs=()
-for p in "${progs[@]}"; do
-    for m in "${mallocs[@]}"; do jobs+=("$p $m libc"); done
-    jobs+=("$p glibc pool")
-done
+for j in $BENCH_JOBS; do jobs+=("${j//:/ }"); done
 
 start=$(date +%s)
 i=0
@@ -63,7 +55,7 @@ echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
     echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks), -flto (khl-bench-fastmm)"
     echo "glibc: $(ldd --version | head -1)"
     for pkg in libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev libmruby-dev \
-               libabsl-dev uthash-dev libboost-dev libxxhash-dev; do
+               libabsl-dev uthash-dev libboost1.81-dev libxxhash-dev; do
         echo "$pkg: $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo missing)"
     done
 } > "$out/machine.txt"

@@ -1,0 +1,833 @@
+/* prog_peers.c: program `peers`, khashlite against the fastest packaged
+ * open-addressing tables in one process: boost::unordered_flat_map and
+ * absl::flat_hash_map (peer_flat.cpp), and htslib's klib khash.  Every
+ * measurement runs the tables in turns inside each repetition, the first
+ * table rotating per repetition, so load from other processes falls on all
+ * alike; rows are medians with min and max.  Built for glibc only (bench.mk):
+ * its memory figures are glibc's.
+ *
+ * Workloads (the `workload` column):
+ *   peers     the shape of Jackson Allan's C/C++ hash-table benchmark, for
+ *             three blueprints (u32 -> u32, u64 -> 448-bit payload, 16-char
+ *             string -> u64) at N = 200k and 2M: insert N distinct random
+ *             keys into an empty table (no reserve); every N/20 inserts
+ *             run a batch of 1,000 each of erase-existing (then re-inserted,
+ *             untimed), replace-existing, erase-missing, get-existing,
+ *             get-missing, and iterate the whole table.  Metric
+ *             BLUEPRINT_OP_ns: ns per operation (per element for iterate):
+ *             insert over the whole fill, the others the median over the
+ *             points of each batch's figure (see peers_rep).
+ *   vs_khash  u32 -> u32 against khash with its identity hash: 1M and 10M
+ *             keys, sequential (0..n-1), multiplicative (i * 2654435761) and
+ *             random distinct, insert / hit (shuffled order) / miss / erase
+ *             (KEYS_OP_ns); and in cache, ns per table life (init, put n, get
+ *             n, destroy) for n = 16 and 64 (KEYS_life_ns).
+ *   tiny      lives of n = 1..8 keys (life_ns), allocations per life
+ *             (allocs_per_life), and the memory a table of 1..4 keys holds
+ *             as glibc spends it (heap_bytes), with mruby 3.1's iv_tbl for
+ *             the same keys (16-byte header + 48-byte array) computed the
+ *             same way, and each table's handle size (handle_bytes).
+ *   growth    u64 -> 448-bit insert of 2M keys without reserve (insert_ns),
+ *             the most bytes held at any moment (peak_bytes: the worst
+ *             moment of a rebuild), the keys the table held then
+ *             (keys_at_peak), peak_bytes_per_key, and bytes_per_key_end.
+ *
+ * Every table uses its own default hash for the key type (khash: identity
+ * for u32, shift-xor for u64, X31 for strings; boost: boost::hash with its
+ * post-mixing; absl: absl::Hash; khashlite: khl_hash_u32/u64/str).  String
+ * keys are 16 characters and a NUL in one preallocated array; khashlite and
+ * khash store const char * and compare with strcmp (their string maps), the
+ * C++ maps a std::string_view of the 16 bytes.
+ *
+ * Memory is counted in untimed passes through each table's allocator: the
+ * khashlite hook, khash's kmalloc/kcalloc/krealloc/kfree, the C++ maps'
+ * std allocator; a block counts malloc_usable_size + 8 (glibc's header).  A
+ * realloc counts old and new together unless glibc resized in place or
+ * remapped (an mmapped chunk: mremap copies no pages).
+ *
+ * So that a standard run stays within its time budget (150 s on 2 cores),
+ * sets of 2M keys and more (peers at 2M, vs_khash at 10M, growth) run at
+ * most 3 repetitions and no warmup; the 10M sets run khashlite and khash
+ * only, and their sequential and multiplicative sets one repetition. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "khashlite/khashlite.h"
+#include "peers.h"
+
+/* --- allocation counting (peers.h) ---------------------------------------- */
+
+peers_count_t *peers_counting;
+
+static size_t spend(void *p)
+{
+    return malloc_usable_size(p) + sizeof(size_t);
+}
+
+static void count_live(size_t add, size_t sub)
+{
+    peers_count_t *c = peers_counting;
+    c->live += add;
+    if (c->live > c->peak)
+        c->peak = c->live;
+    c->live -= sub;
+}
+
+void peers_count_alloc(void *p)
+{
+    peers_counting->allocs++;
+    count_live(spend(p), 0);
+}
+
+void peers_count_free(void *p)
+{
+    peers_counting->live -= spend(p);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PEERS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PEERS_ASAN 1
+#endif
+#endif
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+/* Was p served by mmap?  glibc keeps a chunk's size in the word before it,
+ * bit 1 IS_MMAPPED.  AddressSanitizer's and valgrind's allocators have no
+ * such word: there every moved realloc counts as a copy. */
+static int chunk_mmapped(const void *p)
+{
+#ifdef PEERS_ASAN
+    (void)p;
+    return 0;
+#else
+    return !RUNNING_ON_VALGRIND && (((const size_t *)p)[-1] & 2) != 0;
+#endif
+}
+
+void *peers_count_realloc(void *p, size_t n)
+{
+    size_t old;
+    int mmapped;
+    void *q;
+    if (!p)
+        return peers_malloc(n);
+    old = spend(p);
+    mmapped = chunk_mmapped(p);
+    q = realloc(p, n);
+    if (!q)
+        return NULL;
+    peers_counting->allocs++;
+    if (q == p || mmapped) {
+        size_t now = spend(q);
+        count_live(now > old ? now - old : 0, now < old ? old - now : 0);
+    } else
+        count_live(spend(q), old);   /* malloc, copy, free: both held */
+    return q;
+}
+
+static void *khl_count_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    (void)ud;
+    (void)osize;
+    if (nsize == 0) {
+        peers_free(ptr);
+        return NULL;
+    }
+    return ptr ? peers_realloc(ptr, nsize) : peers_malloc(nsize);
+}
+
+static const khl_allocator_t khl_count_allocator = {khl_count_allocf, NULL};
+
+static void oom(const char *what)
+{
+    fprintf(stderr, "peers: out of memory (%s)\n", what);
+    exit(1);
+}
+
+/* --- khashlite ------------------------------------------------------------- */
+
+KHL_INIT(kl_u32, uint32_t, peers_u32_V, 1, khl_hash_u32, khl_eq_int)
+KHL_INIT(kl_u64, uint64_t, peers_u64_V, 1, khl_hash_u64, khl_eq_int)
+KHL_INIT(kl_str, const char *, peers_str_V, 1, khl_hash_str, khl_eq_str)
+
+/* The fused erase by key where the core has it, else get + del: the one place
+ * that chooses. */
+#ifdef khl_del_key
+#define PEERS_KHL_ERASE(NAME, h, k) return khl_del_key(NAME, h, k) ? 1 : 0;
+#else
+#define PEERS_KHL_ERASE(NAME, h, k)                                                   \
+    khl_iter_t it = khl_get(NAME, h, k);                                              \
+    if (it == khl_end(NAME, h))                                                       \
+        return 0;                                                                     \
+    khl_del(NAME, h, it);                                                             \
+    return 1;
+#endif
+
+#define PEERS_KHL(TAG, NAME, BP)                                                      \
+    typedef khl_t(NAME) TAG##_T;                                                      \
+    static inline void TAG##_init(TAG##_T *h)                                         \
+    {                                                                                 \
+        khl_init(NAME, h, peers_counting ? &khl_count_allocator : &khl_libc_allocator); \
+    }                                                                                 \
+    static inline void TAG##_free(TAG##_T *h) { khl_destroy(NAME, h); }               \
+    static inline int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)               \
+    {                                                                                 \
+        int ret;                                                                      \
+        khl_iter_t it = khl_put(NAME, h, k, &ret);                                    \
+        if (ret < 0)                                                                  \
+            return -1;                                                                \
+        peers_set_##BP(&khl_val(NAME, h, it), i);                                     \
+        return ret != 0;                                                              \
+    }                                                                                 \
+    static inline const peers_##BP##_V *TAG##_get(const TAG##_T *h, peers_##BP##_K k) \
+    {                                                                                 \
+        khl_iter_t it = khl_get(NAME, h, k);                                          \
+        return it == khl_end(NAME, h) ? NULL : &khl_val(NAME, h, it);                 \
+    }                                                                                 \
+    static inline int TAG##_erase(TAG##_T *h, peers_##BP##_K k)                       \
+    {                                                                                 \
+        PEERS_KHL_ERASE(NAME, h, k)                                                   \
+    }                                                                                 \
+    static inline uint64_t TAG##_sum(const TAG##_T *h)                                \
+    {                                                                                 \
+        uint64_t s = 0;                                                               \
+        peers_##BP##_V v;                                                             \
+        khl_foreach_value(NAME, h, v, s += peers_low_##BP(&v));                       \
+        return s;                                                                     \
+    }                                                                                 \
+    static inline size_t TAG##_size(const TAG##_T *h) { return khl_size(NAME, h); }   \
+    PEERS_GEN(TAG, BP)
+
+PEERS_KHL(kl_u32, kl_u32, u32)
+PEERS_KHL(kl_u64, kl_u64, u64)
+PEERS_KHL(kl_str, kl_str, str)
+
+/* --- htslib's klib khash, its allocations counted -------------------------- */
+
+#define kcalloc(N, Z) peers_calloc(N, Z)
+#define kmalloc(Z) peers_malloc(Z)
+#define krealloc(P, Z) peers_realloc(P, Z)
+#define kfree(P) peers_free(P)
+#include <htslib/khash.h>
+
+KHASH_MAP_INIT_INT(kh_u32, peers_u32_V)
+KHASH_MAP_INIT_INT64(kh_u64, peers_u64_V)
+KHASH_MAP_INIT_STR(kh_str, peers_str_V)
+
+#define PEERS_KH(TAG, NAME, BP)                                                       \
+    typedef khash_t(NAME) *TAG##_T;                                                   \
+    static inline void TAG##_init(TAG##_T *h)                                         \
+    {                                                                                 \
+        if (!(*h = kh_init(NAME)))                                                    \
+            oom("kh_init");                                                           \
+    }                                                                                 \
+    static inline void TAG##_free(TAG##_T *h) { kh_destroy(NAME, *h); }               \
+    static inline int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)               \
+    {                                                                                 \
+        int ret;                                                                      \
+        khint_t it = kh_put(NAME, *h, k, &ret);                                       \
+        if (ret < 0)                                                                  \
+            return -1;                                                                \
+        peers_set_##BP(&kh_val(*h, it), i);                                           \
+        return ret != 0;                                                              \
+    }                                                                                 \
+    static inline const peers_##BP##_V *TAG##_get(const TAG##_T *h, peers_##BP##_K k) \
+    {                                                                                 \
+        khint_t it = kh_get(NAME, *h, k);                                             \
+        return it == kh_end(*h) ? NULL : &kh_val(*h, it);                             \
+    }                                                                                 \
+    static inline int TAG##_erase(TAG##_T *h, peers_##BP##_K k)                       \
+    {                                                                                 \
+        khint_t it = kh_get(NAME, *h, k);                                             \
+        if (it == kh_end(*h))                                                         \
+            return 0;                                                                 \
+        kh_del(NAME, *h, it);                                                         \
+        return 1;                                                                     \
+    }                                                                                 \
+    static inline uint64_t TAG##_sum(const TAG##_T *h)                                \
+    {                                                                                 \
+        uint64_t s = 0;                                                               \
+        for (khint_t i = kh_begin(*h); i != kh_end(*h); ++i)                          \
+            if (kh_exist(*h, i))                                                      \
+                s += peers_low_##BP(&kh_val(*h, i));                                  \
+        return s;                                                                     \
+    }                                                                                 \
+    static inline size_t TAG##_size(const TAG##_T *h) { return kh_size(*h); }         \
+    PEERS_GEN(TAG, BP)
+
+PEERS_KH(kh_u32, kh_u32, u32)
+PEERS_KH(kh_u64, kh_u64, u64)
+PEERS_KH(kh_str, kh_str, str)
+
+/* --- the contenders --------------------------------------------------------- */
+
+typedef struct table {
+    const char *name, *layout;
+    const peers_ops_t *ops;   /* [PEERS_N_BP] */
+} table_t;
+
+static const peers_ops_t khl_ops[PEERS_N_BP] = {PEERS_OPS(kl_u32), PEERS_OPS(kl_u64),
+                                               PEERS_OPS(kl_str)};
+static const peers_ops_t kh_ops[PEERS_N_BP] = {PEERS_OPS(kh_u32), PEERS_OPS(kh_u64),
+                                              PEERS_OPS(kh_str)};
+
+enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, N_TABLES };
+static const table_t tables[N_TABLES] = {
+    {"khashlite", "single", khl_ops},
+    {"boost", "single", peers_boost_ops},   /* groups and elements: one block */
+    {"absl", "single", peers_absl_ops},     /* control bytes and slots: one block */
+    {"khash", "split3", kh_ops},
+};
+#define ALL_TABLES ((1u << N_TABLES) - 1)
+
+static const char *const bp_names[PEERS_N_BP] = {"u32", "u64", "str16"};
+static const size_t bp_key_bytes[PEERS_N_BP] = {sizeof(uint32_t), sizeof(uint64_t),
+                                                sizeof(const char *)};
+
+static void fail(const char *table, const char *what, size_t n)
+{
+    fprintf(stderr, "peers: %s, n=%zu: %s\n", table, n, what);
+    exit(1);
+}
+
+/* --- keys ------------------------------------------------------------------ */
+
+/* Bijections, so distinct inputs give distinct keys without a check. */
+static uint32_t mix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    return mix64(*s += 0x9e3779b97f4a7c15ULL);
+}
+
+enum { KS_SEQ, KS_MULT, KS_RAND, N_KINDS };
+static const char *const kind_names[N_KINDS] = {"seq", "mult", "rand"};
+
+/* n keys to insert (hit), the same shuffled, and n absent ones (miss). */
+typedef struct keys {
+    void *hit, *shuf, *miss;
+    char *strings;
+    size_t n, ksz;
+} keys_t;
+
+static void keys_free(keys_t *k)
+{
+    free(k->hit);
+    free(k->shuf);
+    free(k->miss);
+    free(k->strings);
+    memset(k, 0, sizeof *k);
+}
+
+/* Key i of blueprint bp and kind: i < n are the hits, n..2n-1 the misses. */
+static void key_make(keys_t *k, int bp, int kind, size_t i, void *dst)
+{
+    if (bp == PEERS_U32) {
+        uint32_t x = (uint32_t)i;
+        x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : mix32(x);
+        memcpy(dst, &x, sizeof x);
+    } else if (bp == PEERS_U64) {
+        uint64_t x = mix64(i);
+        memcpy(dst, &x, sizeof x);
+    } else {
+        static const char hex[] = "0123456789abcdef";
+        char *s = k->strings + i * 17;
+        uint64_t x = mix64(i);
+        for (int c = 0; c < 16; ++c)
+            s[c] = hex[(x >> (4 * c)) & 15];
+        s[16] = '\0';
+        memcpy(dst, &s, sizeof s);
+    }
+}
+
+static void keys_make(keys_t *k, int bp, int kind, size_t n, int shuffled)
+{
+    size_t ksz = bp_key_bytes[bp];
+    uint64_t s = 42;
+    memset(k, 0, sizeof *k);
+    k->n = n;
+    k->ksz = ksz;
+    k->hit = malloc(n * ksz);
+    k->miss = malloc(n * ksz);
+    k->shuf = shuffled ? malloc(n * ksz) : NULL;
+    k->strings = bp == PEERS_STR ? malloc(2 * n * 17) : NULL;
+    if (!k->hit || !k->miss || (shuffled && !k->shuf) || (bp == PEERS_STR && !k->strings))
+        oom("keys");
+    for (size_t i = 0; i < 2 * n; ++i)
+        key_make(k, bp, kind, i, (char *)(i < n ? k->hit : k->miss) + (i % n) * ksz);
+    if (!shuffled)
+        return;
+    memcpy(k->shuf, k->hit, n * ksz);
+    for (size_t i = n; i > 1; --i) {   /* Fisher-Yates */
+        char tmp[8], *a = (char *)k->shuf + (i - 1) * ksz, *b = (char *)k->shuf + rnd(&s) % i * ksz;
+        memcpy(tmp, a, ksz);
+        memcpy(a, b, ksz);
+        memcpy(b, tmp, ksz);
+    }
+}
+
+static const void *key_at(const void *keys, size_t ksz, size_t i)
+{
+    return (const char *)keys + i * ksz;
+}
+
+/* --- rounds ----------------------------------------------------------------- */
+
+/* One repetition of a measurement on one table: values into out[0..n_out). */
+typedef void (*rep_fn)(const peers_ops_t *op, const char *table, void *ctx, double *out);
+
+/* warmup + reps rounds, each running every table in `which` once, starting at
+ * a different table each round; then a row per table and metric. */
+static void run_rounds(const bench_opts_t *o, const char *workload, int bp, unsigned which,
+                       long n, int warmup, int reps, rep_fn f, void *ctx, int n_out,
+                       const char *const *metrics, int *step, int total)
+{
+    double *v[N_TABLES] = {0};
+    for (int t = 0; t < N_TABLES; ++t)
+        if (which & (1u << t) && !(v[t] = malloc(sizeof(double) * (size_t)(reps * n_out))))
+            oom("results");
+    for (int r = 0; r < warmup + reps; ++r) {
+        bench_progress(workload, (*step)++, total);
+        for (int i = 0; i < N_TABLES; ++i) {
+            int t = (r + i) % N_TABLES;
+            double one[16];
+            if (!(which & (1u << t)))
+                continue;
+            f(&tables[t].ops[bp], tables[t].name, ctx, one);
+            for (int k = 0; r >= warmup && k < n_out; ++k)
+                v[t][k * reps + (r - warmup)] = one[k];
+        }
+    }
+    for (int t = 0; t < N_TABLES; ++t) {
+        if (!v[t])
+            continue;
+        for (int k = 0; k < n_out; ++k)
+            bench_row(o, workload, tables[t].name, tables[t].layout, bench_allocator(o), n,
+                      metrics[k], bench_summarise(v[t] + k * reps, reps));
+        free(v[t]);
+    }
+}
+
+/* Sets of 2M keys and more run at most 3 repetitions and no warmup (each
+ * repetition builds a fresh table anyway), to keep a standard run within its
+ * time budget. */
+#define BIG_SET 2000000u
+static int warmup_for(const bench_opts_t *o, size_t n)
+{
+    return n >= BIG_SET ? 0 : o->warmup;
+}
+static int reps_for(const bench_opts_t *o, size_t n)
+{
+    return n >= BIG_SET && o->reps > 3 ? 3 : o->reps;
+}
+/* Above BIG_SET (vs_khash's 10M sets) the sequential and multiplicative sets,
+ * whose only target is hit >= khash, run once; the random set as reps_for. */
+static int huge_reps(const bench_opts_t *o, size_t n, int kind)
+{
+    return n > BIG_SET && kind != KS_RAND ? 1 : reps_for(o, n);
+}
+
+/* --- workload peers ---------------------------------------------------------- */
+
+enum { P_INSERT, P_ERASE, P_REPLACE, P_ERASE_MISSING, P_GET, P_GET_MISSING, P_ITERATE, P_N_OPS };
+static const char *const p_ops[P_N_OPS] = {"insert", "erase", "replace", "erase_missing",
+                                           "get", "get_missing", "iterate"};
+#define BATCH 1000
+
+typedef struct peers_ctx {
+    const keys_t *k;
+    int points;              /* at most MAX_POINTS */
+} peers_ctx_t;
+#define MAX_POINTS 64
+
+/* ns per operation since t0. */
+static double per_op(uint64_t t0, size_t ops)
+{
+    return (double)(bench_now_ns() - t0) / (double)ops;
+}
+
+/* Insert is the whole fill's time over N, rebuilds included.  Every other
+ * operation is the median over the measurement points of its batch's ns per
+ * operation: a batch lasts 10-300 µs, so on this shared machine one turn of
+ * another process inside it would otherwise outweigh the rest. */
+static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, double *out)
+{
+    const peers_ctx_t *c = vctx;
+    const keys_t *k = c->k;
+    size_t n = k->n, done = 0;
+    uint64_t insert_ns = 0, s = 7, sum, t0;
+    double per[P_N_OPS][MAX_POINTS];
+    void *h = op->create();
+    if (!h)
+        oom("create");
+    for (int p = 0; p < c->points; ++p) {
+        size_t upto = n * (size_t)(p + 1) / (size_t)c->points, b, off;
+        t0 = bench_now_ns();
+        if (op->put(h, k->hit, done, upto) != (long)(upto - done))
+            fail(table, "insert did not add every key", n);
+        insert_ns += bench_now_ns() - t0;
+        done = upto;
+        b = done < BATCH ? done : BATCH;
+
+        off = rnd(&s) % (done - b + 1);   /* erase-existing, re-inserted untimed */
+        t0 = bench_now_ns();
+        if (op->erase(h, key_at(k->hit, k->ksz, off), b) != b)
+            fail(table, "erase missed a key", n);
+        per[P_ERASE][p] = per_op(t0, b);
+        if (op->put(h, k->hit, off, off + b) != (long)b)
+            fail(table, "re-insert did not add every key", n);
+
+        off = rnd(&s) % (done - b + 1);   /* replace-existing */
+        t0 = bench_now_ns();
+        if (op->put(h, k->hit, off, off + b) != 0)
+            fail(table, "replace added a key", n);
+        per[P_REPLACE][p] = per_op(t0, b);
+
+        off = rnd(&s) % (n - b + 1);      /* erase-missing */
+        t0 = bench_now_ns();
+        if (op->erase(h, key_at(k->miss, k->ksz, off), b) != 0)
+            fail(table, "erase-missing erased a key", n);
+        per[P_ERASE_MISSING][p] = per_op(t0, b);
+
+        off = rnd(&s) % (done - b + 1);   /* get-existing */
+        t0 = bench_now_ns();
+        if (op->get(h, key_at(k->hit, k->ksz, off), b, &sum) != b)
+            fail(table, "get-existing missed a key", n);
+        per[P_GET][p] = per_op(t0, b);
+        if (sum != (uint64_t)b * off + (uint64_t)b * (b - 1) / 2)
+            fail(table, "get-existing read a wrong value", n);
+
+        off = rnd(&s) % (n - b + 1);      /* get-missing */
+        t0 = bench_now_ns();
+        if (op->get(h, key_at(k->miss, k->ksz, off), b, &sum) != 0)
+            fail(table, "get-missing found a key", n);
+        per[P_GET_MISSING][p] = per_op(t0, b);
+
+        t0 = bench_now_ns();
+        sum = op->iterate(h);
+        per[P_ITERATE][p] = per_op(t0, done);
+        if (sum != (uint64_t)done * (done - 1) / 2)
+            fail(table, "iterate sum is wrong", n);
+    }
+    if (op->size(h) != n)
+        fail(table, "size at the end is wrong", n);
+    op->destroy(h);
+    out[P_INSERT] = (double)insert_ns / (double)n;
+    for (int i = P_INSERT + 1; i < P_N_OPS; ++i)
+        out[i] = bench_summarise(per[i], c->points).median;
+}
+
+static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_sizes, int points,
+                           int *step, int total)
+{
+    for (int s = 0; s < n_sizes; ++s)
+        for (int bp = 0; bp < PEERS_N_BP; ++bp) {
+            char names[P_N_OPS][48];
+            const char *metrics[P_N_OPS];
+            keys_t k;
+            peers_ctx_t c = {&k, points};
+            for (int i = 0; i < P_N_OPS; ++i) {
+                snprintf(names[i], sizeof names[i], "%s_%s_ns", bp_names[bp], p_ops[i]);
+                metrics[i] = names[i];
+            }
+            keys_make(&k, bp, KS_RAND, sizes[s], 0);
+            run_rounds(o, "peers", bp, ALL_TABLES, (long)sizes[s], warmup_for(o, sizes[s]),
+                       reps_for(o, sizes[s]), peers_rep, &c, P_N_OPS, metrics, step, total);
+            keys_free(&k);
+        }
+}
+
+/* --- workload vs_khash -------------------------------------------------------- */
+
+enum { B_INSERT, B_HIT, B_ERASE, B_MISS, B_N_OPS };
+static const char *const b_ops[B_N_OPS] = {"insert", "hit", "erase", "miss"};
+
+typedef struct big_ctx {
+    const keys_t *k;
+    int misses;              /* 0: the miss phase is skipped */
+} big_ctx_t;
+
+/* insert, hit, then miss while every key is in, then erase. */
+static void big_rep(const peers_ops_t *op, const char *table, void *ctx, double *out)
+{
+    const big_ctx_t *c = ctx;
+    const keys_t *k = c->k;
+    size_t n = k->n;
+    uint64_t sum, t0;
+    void *h = op->create();
+    if (!h)
+        oom("create");
+    t0 = bench_now_ns();
+    if (op->put(h, k->hit, 0, n) != (long)n)
+        fail(table, "insert did not add every key", n);
+    out[B_INSERT] = (double)(bench_now_ns() - t0) / (double)n;
+    t0 = bench_now_ns();
+    if (op->get(h, k->shuf, n, &sum) != n || sum != (uint64_t)n * (n - 1) / 2)
+        fail(table, "hit missed a key or its value", n);
+    out[B_HIT] = (double)(bench_now_ns() - t0) / (double)n;
+    if (c->misses) {
+        t0 = bench_now_ns();
+        if (op->get(h, k->miss, n, &sum) != 0)
+            fail(table, "miss found a key", n);
+        out[B_MISS] = (double)(bench_now_ns() - t0) / (double)n;
+    }
+    t0 = bench_now_ns();
+    if (op->erase(h, k->hit, n) != n)
+        fail(table, "erase missed a key", n);
+    out[B_ERASE] = (double)(bench_now_ns() - t0) / (double)n;
+    op->destroy(h);
+}
+
+/* A pool of 65,536 distinct keys lives take their keys from. */
+#define POOL_MASK 65535u
+
+typedef struct life_ctx {
+    const uint32_t *pool;
+    size_t n, iters;
+} life_ctx_t;
+
+static void life_rep(const peers_ops_t *op, const char *table, void *ctx, double *out)
+{
+    const life_ctx_t *c = ctx;
+    uint64_t t0 = bench_now_ns();
+    uint64_t s = op->life(c->pool, POOL_MASK, c->n, c->iters);
+    out[0] = (double)(bench_now_ns() - t0) / (double)c->iters;
+    /* Every life finds values 0..n-1, each counted + 1. */
+    if (s != (uint64_t)c->iters * c->n * (c->n + 1) / 2)
+        fail(table, "a life lost a key", c->n);
+}
+
+/* Lives long enough to time (~10-20 ms per measurement), fewer with --quick. */
+static size_t life_iters(const bench_opts_t *o, size_t n)
+{
+    size_t it = 1000000 / (n + 4);
+    return o->quick ? it / 20 + 1 : it;
+}
+
+static void pool_make(uint32_t *pool, int kind)
+{
+    for (uint32_t i = 0; i <= POOL_MASK; ++i)
+        pool[i] = kind == KS_SEQ ? i : mix32(i);
+}
+
+static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_sizes,
+                              int *step, int total)
+{
+    static const int life_kinds[2] = {KS_RAND, KS_SEQ};
+    static const size_t life_n[2] = {16, 64};
+    static uint32_t pool[POOL_MASK + 1];
+    for (int s = 0; s < n_sizes; ++s)
+        for (int kind = 0; kind < N_KINDS; ++kind) {
+            /* The 10M sets: khashlite and khash only. */
+            int huge = sizes[s] > 2000000;
+            unsigned which = huge ? (1u << T_KHL) | (1u << T_KHASH) : ALL_TABLES;
+            char names[B_N_OPS][48];
+            const char *metrics[B_N_OPS];
+            keys_t k;
+            /* Sequential misses are n..2n-1.  khash puts key x at bucket
+             * x mod 2^b; at 10M keys (2^24 buckets) the misses from 2^24 on
+             * start inside the 10M-long run of occupied buckets and each
+             * probes thousands of them: over a minute per repetition, so
+             * that set times no misses. */
+            big_ctx_t c = {&k, !(huge && kind == KS_SEQ)};
+            for (int i = 0; i < B_N_OPS; ++i) {
+                snprintf(names[i], sizeof names[i], "%s_%s_ns", kind_names[kind], b_ops[i]);
+                metrics[i] = names[i];
+            }
+            keys_make(&k, PEERS_U32, kind, sizes[s], 1);
+            run_rounds(o, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
+                       huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
+                       metrics, step, total);
+            keys_free(&k);
+        }
+    for (int kind = 0; kind < 2; ++kind) {
+        char name[48];
+        const char *metric = name;
+        pool_make(pool, life_kinds[kind]);
+        snprintf(name, sizeof name, "%s_life_ns", kind_names[life_kinds[kind]]);
+        for (int i = 0; i < 2; ++i) {
+            life_ctx_t c = {pool, life_n[i], life_iters(o, life_n[i])};
+            run_rounds(o, "vs_khash", PEERS_U32, ALL_TABLES, (long)life_n[i], o->warmup,
+                       o->reps, life_rep, &c, 1, &metric, step, total);
+        }
+    }
+}
+
+/* --- workload tiny ----------------------------------------------------------- */
+
+static void workload_tiny(const bench_opts_t *o, int *step, int total)
+{
+    static uint32_t pool[POOL_MASK + 1];
+    static const char *const metric = "life_ns";
+    const char *al = bench_allocator(o);
+    pool_make(pool, KS_RAND);
+    for (size_t n = 1; n <= 8; ++n) {
+        life_ctx_t c = {pool, n, life_iters(o, n)};
+        run_rounds(o, "tiny", PEERS_U32, ALL_TABLES, (long)n, o->warmup, o->reps, life_rep, &c,
+                   1, &metric, step, total);
+    }
+    /* Untimed, counted passes. */
+    for (int t = 0; t < N_TABLES; ++t) {
+        const peers_ops_t *op = &tables[t].ops[PEERS_U32];
+        bench_value(o, "tiny", tables[t].name, tables[t].layout, al, 0, "handle_bytes",
+                    (double)op->handle_bytes);
+        for (size_t n = 1; n <= 8; ++n) {
+            peers_count_t cnt = {0};
+            void *h;
+            peers_counting = &cnt;
+            if (op->life(pool, POOL_MASK, n, 1) == UINT64_MAX)
+                oom("life");
+            bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
+                        "allocs_per_life", (double)cnt.allocs);
+            if (n <= 4) {
+                memset(&cnt, 0, sizeof cnt);
+                h = op->create();   /* the handle itself is not counted */
+                if (!h || op->put(h, pool, 0, n) != (long)n)
+                    oom("tiny table");
+                bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
+                            "heap_bytes", (double)cnt.live);
+                op->destroy(h);
+            }
+            peers_counting = NULL;
+        }
+    }
+    /* mruby 3.1-3.4 iv_tbl holding 1..4 ivars: a 16-byte header and one
+     * 48-byte block (4 x 8-byte values, 4 x 4-byte symbols), as glibc spends
+     * them. */
+    {
+        void *hdr = malloc(16), *blk = malloc(48);
+        if (!hdr || !blk)
+            oom("mruby iv_tbl");
+        for (long n = 1; n <= 4; ++n)
+            bench_value(o, "tiny", "mruby_iv_tbl", "split2", al, n, "heap_bytes",
+                        (double)(spend(hdr) + spend(blk)));
+        bench_value(o, "tiny", "mruby_iv_tbl", "split2", al, 0, "handle_bytes", sizeof(void *));
+        free(hdr);
+        free(blk);
+    }
+}
+
+/* --- workload growth ---------------------------------------------------------- */
+
+static void growth_rep(const peers_ops_t *op, const char *table, void *ctx, double *out)
+{
+    const keys_t *k = ctx;
+    void *h = op->create();
+    uint64_t t0;
+    if (!h)
+        oom("create");
+    t0 = bench_now_ns();
+    if (op->put(h, k->hit, 0, k->n) != (long)k->n)
+        fail(table, "insert did not add every key", k->n);
+    out[0] = (double)(bench_now_ns() - t0) / (double)k->n;
+    op->destroy(h);
+}
+
+static void workload_growth(const bench_opts_t *o, size_t n, int *step, int total)
+{
+    static const char *const metric = "insert_ns";
+    const char *al = bench_allocator(o);
+    keys_t k;
+    keys_make(&k, PEERS_U64, KS_RAND, n, 0);
+    run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
+               growth_rep, &k, 1, &metric, step, total);
+    /* Untimed: one key per call, to see after which put the peak was set. */
+    for (int t = 0; t < N_TABLES; ++t) {
+        const peers_ops_t *op = &tables[t].ops[PEERS_U64];
+        peers_count_t cnt = {0};
+        size_t at_peak = 0, peak = 0;
+        void *h;
+        peers_counting = &cnt;
+        if (!(h = op->create()))
+            oom("create");
+        for (size_t i = 0; i < n; ++i) {
+            if (op->put(h, k.hit, i, i + 1) != 1)
+                oom("growth");
+            if (cnt.peak > peak) {
+                peak = cnt.peak;
+                at_peak = i ? i : 1;   /* the keys the rebuild moved */
+            }
+        }
+        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n, "peak_bytes",
+                    (double)peak);
+        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n, "keys_at_peak",
+                    (double)at_peak);
+        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n,
+                    "peak_bytes_per_key", (double)peak / (double)at_peak);
+        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n,
+                    "bytes_per_key_end", (double)cnt.live / (double)n);
+        op->destroy(h);
+        peers_counting = NULL;
+    }
+    keys_free(&k);
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts_t o;
+    size_t peers_n[2] = {200000, 2000000}, big_n[2] = {1000000, 10000000}, growth_n = 2000000;
+    int n_peers = 2, n_big = 2, points = 20, step = 0, total;
+
+    bench_parse(argc, argv, &o,
+                "program peers: khashlite against boost::unordered_flat_map, absl::flat_hash_map "
+                "and htslib's khash, in one process",
+                "  workloads: peers (200k, 2M), vs_khash (1M, 10M; lives of 16, 64), tiny "
+                "(n = 1..8), growth (2M)\n"
+                "  --quick: 20k / 50k keys; glibc only (--alloc is ignored)", 0);
+    khl_seed(0x6b686c6974650002ULL);   /* reproducible khl_hash_str */
+    if (o.quick) {
+        peers_n[0] = 20000;
+        big_n[0] = 50000;
+        growth_n = 50000;
+        n_peers = n_big = 1;
+    }
+    total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
+    for (int s = 0; s < n_peers; ++s)
+        total += PEERS_N_BP * (warmup_for(&o, peers_n[s]) + reps_for(&o, peers_n[s]));
+    for (int s = 0; s < n_big; ++s)
+        for (int kind = 0; kind < N_KINDS; ++kind)
+            total += warmup_for(&o, big_n[s]) + huge_reps(&o, big_n[s], kind);
+    if (bench_wanted(&o, "peers"))
+        workload_peers(&o, peers_n, n_peers, points, &step, total);
+    if (bench_wanted(&o, "vs_khash"))
+        workload_vs_khash(&o, big_n, n_big, &step, total);
+    if (bench_wanted(&o, "tiny"))
+        workload_tiny(&o, &step, total);
+    if (bench_wanted(&o, "growth"))
+        workload_growth(&o, growth_n, &step, total);
+    bench_progress("peers", step, total);
+    if (o.out != stdout)
+        fclose(o.out);
+    return 0;
+}
