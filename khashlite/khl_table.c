@@ -278,10 +278,26 @@ static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
     }
 }
 
-/* A put found no bucket it may fill.  Drops the tombstones in place when the
- * live keys fill at most half the capacity, or (a reserved block) leave 1/16
- * of the buckets spare; else grows: 4x below 128 buckets (small tables reach
- * their size in fewer rebuilds), 2x above. */
+static uint32_t count_deleted(khl_block_t *b, const khl_type_t *t)
+{
+    const unsigned char *ctrl = khl_ctrl_at(b, t->layout);
+    uint32_t base, n = 0;
+    for (base = 0; base < b->n_buckets; base += GROUP) {
+        uint32_t m = khl_group_match(khl_group_load(ctrl + base), KHL_CTRL_DELETED);
+        for (; m; m &= m - 1)
+            ++n;
+    }
+    return n;
+}
+
+/* A put found no bucket it may fill.  A table of more than one group first
+ * counts what its deletions left (they do not give buckets back one by one,
+ * khl_erase_in): if 1/16 of the buckets are free after all, it goes on.
+ * Otherwise it drops the tombstones in place when the live keys fill at most
+ * half the capacity, or (a reserved block) leave 1/16 of the buckets spare;
+ * else it grows: 4x below 128 buckets (small tables reach their size in
+ * fewer rebuilds), 2x above.  Each of the three costs O(n) and comes at most
+ * once per n/16 puts into empty buckets. */
 int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t)
 {
     khl_block_t *b = *bp;
@@ -291,8 +307,15 @@ int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
         return rebuild(bp, a, t, t->first_buckets, 0);
     nb = b->n_buckets;
     cap = capacity(nb, t);
-    if (nb > GROUP && (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP)))
-        return rebuild(bp, a, t, nb, b->reserved);
+    if (nb > GROUP) {
+        uint32_t spare = cap - b->size - count_deleted(b, t);
+        if (spare >= nb / GROUP) {
+            b->growth_left = spare;
+            return 0;
+        }
+        if (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP))
+            return rebuild(bp, a, t, nb, b->reserved);
+    }
     if (nb >= KHL_MAX_BUCKETS)
         return -1;
     return rebuild(bp, a, t, nb < 128 ? nb * 4 : nb * 2, 0);
@@ -419,7 +442,8 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
         return broken("size is not the number of keys (I1)", b->size);
     if (nb <= GROUP && deleted)
         return broken("a one-group table holds a tombstone (I4)", deleted);
-    if ((uint64_t)b->growth_left + full + deleted != capacity(nb, t))
+    if ((uint64_t)b->growth_left + full + deleted > capacity(nb, t) ||
+        (nb <= GROUP && (uint64_t)b->growth_left + full + deleted != capacity(nb, t)))
         return broken("growth_left does not match capacity (I2)", b->growth_left);
     return 0;
 }

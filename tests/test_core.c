@@ -306,3 +306,31 @@ Test(core, integer_keys_crafted_under_one_seed_are_ordinary_under_another)
     cr_assert_leq(crafted_walk, 2.0 * random_walk,
                   "crafted keys walk %.2f groups, random %.2f", crafted_walk, random_walk);
 }
+
+/* --- foreach walks a group at a time ------------------------------------------------ */
+
+Test(core, foreach_may_delete_the_current_key_and_keys_ahead)
+{
+    enum { N = 3000 };
+    static unsigned char seen[N];
+    khl_t(c32) h;
+    khl_init(c32, &h, NULL);
+    for (uint32_t i = 0; i < N; ++i)
+        khl_val(c32, &h, khl_put(c32, &h, i, NULL)) = i;
+    uint32_t k, v, visits = 0;
+    khl_foreach(c32, &h, k, v, {
+        cr_assert_eq(k, v);
+        cr_assert_eq(seen[k], 0, "key %u visited twice or after its deletion", k);
+        seen[k] = 1;
+        visits++;
+        khl_del_key(c32, &h, k);
+        /* A key not reached yet, likely in the same group: must not show up. */
+        if (k % 3 == 0 && k + 1 < N && !seen[k + 1] && khl_del_key(c32, &h, k + 1))
+            seen[k + 1] = 2;
+    });
+    for (uint32_t i = 0; i < N; ++i)
+        cr_assert_neq(seen[i], 0, "key %u never visited", i);
+    cr_assert_eq(khl_size(c32, &h), 0);
+    cr_assert_gt(visits, N / 2);
+    khl_destroy(c32, &h);
+}
