@@ -21,7 +21,9 @@
  *             keys, sequential (0..n-1), multiplicative (i * 2654435761) and
  *             random distinct, insert / hit (shuffled order) / miss / erase
  *             (KEYS_OP_ns); and in cache, ns per table life (init, put n, get
- *             n, destroy) for n = 16 and 64 (KEYS_life_ns).
+ *             n, destroy) for n = 16 and 64 (KEYS_life_ns).  khashlite_unseeded
+ *             (the integer hash without its seed) runs beside the 1M sets and
+ *             the lives: what the seed costs.
  *   tiny      lives of n = 1..8 keys (life_ns), allocations per life
  *             (allocs_per_life), and the memory a table of 1..4 keys holds
  *             as glibc spends it (heap_bytes), with mruby 3.1's iv_tbl for
@@ -215,6 +217,14 @@ PEERS_KHL(kl_u32, kl_u32, u32)
 PEERS_KHL(kl_u64, kl_u64, u64)
 PEERS_KHL(kl_str, kl_str, str)
 
+/* What the seed costs: khl_hash_u32/u64 without it (the same multiply).
+ * Strings keep XXH3: its seed is an argument, free. */
+static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15ULL; }
+KHL_INIT(kn_u32, uint32_t, peers_u32_V, 1, unseeded_u64, khl_eq_int)
+KHL_INIT(kn_u64, uint64_t, peers_u64_V, 1, unseeded_u64, khl_eq_int)
+PEERS_KHL(kn_u32, kn_u32, u32)
+PEERS_KHL(kn_u64, kn_u64, u64)
+
 /* --- htslib's klib khash, its allocations counted -------------------------- */
 
 #define kcalloc(N, Z) peers_calloc(N, Z)
@@ -283,15 +293,20 @@ static const peers_ops_t khl_ops[PEERS_N_BP] = {PEERS_OPS(kl_u32), PEERS_OPS(kl_
                                                PEERS_OPS(kl_str)};
 static const peers_ops_t kh_ops[PEERS_N_BP] = {PEERS_OPS(kh_u32), PEERS_OPS(kh_u64),
                                               PEERS_OPS(kh_str)};
+static const peers_ops_t khn_ops[PEERS_N_BP] = {PEERS_OPS(kn_u32), PEERS_OPS(kn_u64),
+                                               PEERS_OPS(kl_str)};
 
-enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, N_TABLES };
+/* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST). */
+enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, N_TABLES };
 static const table_t tables[N_TABLES] = {
     {"khashlite", "single", khl_ops},
     {"boost", "single", peers_boost_ops},   /* groups and elements: one block */
     {"absl", "single", peers_absl_ops},     /* control bytes and slots: one block */
     {"khash", "split3", kh_ops},
+    {"khashlite_unseeded", "single", khn_ops},
 };
-#define ALL_TABLES ((1u << N_TABLES) - 1)
+#define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
+#define SEED_COST (1u << T_KHL_UNSEEDED)
 
 static const char *const bp_names[PEERS_N_BP] = {"u32", "u64", "str16"};
 static const size_t bp_key_bytes[PEERS_N_BP] = {sizeof(uint32_t), sizeof(uint64_t),
@@ -651,7 +666,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
         for (int kind = 0; kind < N_KINDS; ++kind) {
             /* The 10M sets: khashlite and khash only. */
             int huge = sizes[s] > 2000000;
-            unsigned which = huge ? (1u << T_KHL) | (1u << T_KHASH) : ALL_TABLES;
+            unsigned which = huge ? (1u << T_KHL) | (1u << T_KHASH) : ALL_TABLES | SEED_COST;
             char names[B_N_OPS][48];
             const char *metrics[B_N_OPS];
             keys_t k;
@@ -678,7 +693,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
         snprintf(name, sizeof name, "%s_life_ns", kind_names[life_kinds[kind]]);
         for (int i = 0; i < 2; ++i) {
             life_ctx_t c = {pool, life_n[i], life_iters(o, life_n[i])};
-            run_rounds(o, "vs_khash", PEERS_U32, ALL_TABLES, (long)life_n[i], o->warmup,
+            run_rounds(o, "vs_khash", PEERS_U32, ALL_TABLES | SEED_COST, (long)life_n[i], o->warmup,
                        o->reps, life_rep, &c, 1, &metric, step, total);
         }
     }
@@ -698,7 +713,7 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
                    1, &metric, step, total);
     }
     /* Untimed, counted passes. */
-    for (int t = 0; t < N_TABLES; ++t) {
+    for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
         const peers_ops_t *op = &tables[t].ops[PEERS_U32];
         bench_value(o, "tiny", tables[t].name, tables[t].layout, al, 0, "handle_bytes",
                     (double)op->handle_bytes);
@@ -763,7 +778,7 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
                growth_rep, &k, 1, &metric, step, total);
     /* Untimed: one key per call, to see after which put the peak was set. */
-    for (int t = 0; t < N_TABLES; ++t) {
+    for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
         const peers_ops_t *op = &tables[t].ops[PEERS_U64];
         peers_count_t cnt = {0};
         size_t at_peak = 0, peak = 0;

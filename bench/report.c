@@ -568,6 +568,37 @@ static void v2_khash_cells(FILE *o, long n, const char *metric, const char *fmt)
     fputc('\n', o);
 }
 
+/* The seed of the integer hashes, side by side with the same hash unseeded:
+ * seeded / unseeded per row, and the range over every row measured. */
+static void v2_seed_cost(FILE *o, const long *ns, int nn, const long *ls, int nl)
+{
+    static const char *const kinds[] = {"seq", "mult", "rand"};
+    static const char *const ops[] = {"insert", "hit", "miss", "erase"};
+    double lo = NAN, hi = NAN;
+    fprintf(o, "\nWhat the seed costs: khashlite / khashlite_unseeded (the same multiply "
+               "without the seed), same runs.\n\n| n | metric | seeded ns | unseeded ns | "
+               "seeded / unseeded |\n|---|---|---|---|---|\n");
+    for (int pass = 0; pass < 2; ++pass)
+        for (int s = 0; s < (pass ? nl : nn); ++s)
+            for (int k = 0; k < (pass ? 2 : 12); ++k) {
+                char m[48];
+                long n = pass ? ls[s] : ns[s];
+                if (pass)
+                    snprintf(m, sizeof m, "%s_life_ns", k ? "seq" : "rand");
+                else
+                    snprintf(m, sizeof m, "%s_%s_ns", kinds[k / 4], ops[k % 4]);
+                double a = v2("vs_khash", "khashlite", n, m), b = v2("vs_khash", "khashlite_unseeded", n, m);
+                if (isnan(a) || isnan(b))
+                    continue;
+                fprintf(o, "| %ld | %s | %.1f | %.1f | %.2f |\n", n, m, a, b, a / b);
+                lo = isnan(lo) || a / b < lo ? a / b : lo;
+                hi = isnan(hi) || a / b > hi ? a / b : hi;
+            }
+    if (!isnan(lo))
+        fprintf(o, "\nSeeded / unseeded ranges from %.2f to %.2f over these rows: compare with the "
+                   "min..max spread of the rows themselves in results.csv.\n", lo, hi);
+}
+
 /* T2: against khash with its identity hash. */
 static void v2_khash(FILE *o)
 {
@@ -625,6 +656,7 @@ static void v2_khash(FILE *o)
             target(o, what, v2("vs_khash", "khash", ls[s], m) / v2("vs_khash", "khashlite", ls[s], m),
                    k ? 1.0 : 1.3, 1, "x");
         }
+    v2_seed_cost(o, ns, nn, ls, nl);
 }
 
 /* T3: tables of 1..8 keys. */
