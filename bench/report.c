@@ -271,18 +271,18 @@ static void target_notes(FILE *o)
         fprintf(o, "- **Churn at n = 8.** split3 makes %.0f allocations per lifecycle and single %.0f; "
                    "the %.0f extra allocate/free pairs cost %.1f ns each here (glibc's thread cache "
                    "serves them from a per-size list), so the split layouts pay %.0f ns more on a "
-                   "lifecycle of which single spends about %.0f ns in table work (8 puts, one rebuild "
-                   "from 8 to 16 buckets, 8 gets). A 2x ratio would need allocations to dominate the "
-                   "lifecycle, as they do for n = 1 and 2, or on a slower allocator.\n",
+                   "lifecycle of which single spends about %.0f ns in table work (8 puts into its "
+                   "first block, which holds them all, and 8 gets). A 2x ratio would need allocations "
+                   "to dominate the lifecycle, as they do for n = 1 and 2, or on a slower allocator.\n",
                 a3, a1, a3 - a1, pair, t3 - t1, t1 - a1 * pair);
     }
     double b1 = val("many", "khashlite", "single", "glibc", 8, "bytes_asked_per_table");
     double b3 = val("many", "khashlite", "split3", "glibc", 8, "bytes_asked_per_table");
     if (!isnan(b1) && !isnan(b3))
-        fprintf(o, "- **Bytes at n = 8.** Eight keys need 16 buckets at the 7/8 load limit: 64 B of keys "
-                   "and 64 B of values of every layout's %.0f-%.0f bytes asked (handle included). "
+        fprintf(o, "- **Bytes at n = 8.** Eight keys fill a one-group table of 8 buckets: 64 B of "
+                   "key+value pairs of every layout's %.0f-%.0f bytes asked (handle included). "
                    "Merging saves the split header's region pointers and the allocator's per-chunk "
-                   "overhead of three more chunks, not the payload, so single cannot fall to 60%% of "
+                   "overhead of two more chunks, not the payload, so single cannot fall to 60%% of "
                    "split3 at this size; the saving is larger in relative terms for n = 1 to 4.\n", b1, b3);
     double pg = val("hook_pair", NULL, NULL, "glibc", 160, "ns_per_pair");
     double pp = val("hook_pair", NULL, NULL, "khl_pool", 160, "ns_per_pair");
@@ -300,7 +300,7 @@ static void target_notes(FILE *o)
                "(2 MiB at 2^21 buckets), khash two bits (512 KiB): at a million keys khash's flags stay "
                "in the L2 cache and khashlite's control bytes do not, so a hit costs khashlite one more "
                "cache miss before it reaches the key. The control byte is what makes misses and "
-               "iteration fast (a 7-bit fragment and an empty-bucket test for 8 buckets at once).\n");
+               "iteration fast (a 7-bit tag and an empty-bucket test for 16 buckets at once).\n");
     fprintf(o, "- All timings come from a shared 2-core machine; compare ratios within this run only.\n");
 }
 
