@@ -31,8 +31,10 @@ seeds_LIBS  =
 large_EXTRA = bench/peer_absl.cpp bench/peer_mruby.c bench/large_lf77.c
 large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
 # One large table is table work, not allocator work (a rebuild is one
-# allocation): glibc and the pool only, which keeps `make bench` near 8 minutes.
+# allocation), and the report reads its glibc rows only: glibc only, which
+# keeps `make bench` near 8 minutes with peers.
 large_MALLOCS = glibc
+large_POOL    = no
 $(BUILD)/bench/obj/large_lf77.o: bench/prog_large.c
 churn_EXTRA =
 churn_LIBS  =
