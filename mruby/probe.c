@@ -17,12 +17,16 @@
  *                       (a realloc counts as allocating)
  *   khl_limit(n)     live bytes may grow by n more from now; nil: no limit
  *
- * Prints "probe: raised CLASS" on stdout when the script ends in an exception.
+ * Prints "probe: raised CLASS" on stdout when the script ends in an exception,
+ * and "probe: allocs=N frees=M" (the allocf's calls over the whole run,
+ * mrb_open to mrb_close) on stderr at exit.
+ * KHL_SCALE in the environment becomes $KHL_SCALE, as in khl-mruby.
  * Exit status: 0 finished; 4 ended in NoMemoryError; 1 other exception; 2
  * setup error; 3 pool bytes still in use after mrb_close (wins over 0/1/4). */
 #include <mruby.h>
 #include <mruby/array.h>
 #include <mruby/compile.h>
+#include <mruby/variable.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +129,9 @@ int main(int argc, char **argv)
     }
     mrb_define_method(mrb, mrb->kernel_module, "khl_alloc_stats", m_alloc_stats, MRB_ARGS_NONE());
     mrb_define_method(mrb, mrb->kernel_module, "khl_limit", m_limit, MRB_ARGS_REQ(1));
+    const char *scale = getenv("KHL_SCALE");
+    mrb_gv_set(mrb, mrb_intern_lit(mrb, "$KHL_SCALE"),
+               scale ? mrb_int_value(mrb, (mrb_int)strtol(scale, NULL, 10)) : mrb_nil_value());
     struct mrb_parser_state *parser = mrb_parse_file(mrb, f, NULL);
     fclose(f);
     struct RProc *proc = parser && parser->tree && !parser->nerr ? mrb_generate_code(mrb, parser) : NULL;
@@ -149,6 +156,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     pr.limit = 0;   /* closing may allocate nothing, but must not be refused */
     mrb_close(mrb);
+    fprintf(stderr, "probe: allocs=%llu frees=%llu\n", pr.allocs, pr.frees);
     khl_pool_stats_t ps;
     khl_pool_stats(pr.pool, &ps);
     khl_pool_destroy(pr.pool);

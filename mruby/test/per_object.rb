@@ -3,18 +3,21 @@
 # kind and keeps them alive; allocating calls and live bytes are read through
 # the probe's allocf before and after, and the figures for K = 0 (GC heap
 # pages, the array slots) are subtracted, so what remains is the iv table.
+# Objects come from GC heap pages of 1024 slots: N is a multiple of that and
+# a first K = 0 round uses up the slots left free at startup, so that every
+# measured round takes exactly N / 1024 new pages.
 # Prints "per_object K allocs_per_object bytes_per_object" per K.
-N = 4096
+N = 8192
 classes = {}
 [0, 1, 3, 4, 8].each do |k|
   body = (0...k).map { |i| "@a#{i} = #{i}" }.join("; ")
   classes[k] = eval("Class.new { def initialize; #{body}; end }")
 end
+classes.each_value { |c| c.new }   # method caches, symbols
 GC.disable
 keep = Array.new(N)
 results = {}
-classes.each do |k, c|
-  c.new   # method caches, symbols
+[[0, classes[0]]].concat(classes.to_a).each do |k, c|
   s0 = khl_alloc_stats
   i = 0
   while i < N
