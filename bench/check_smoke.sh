@@ -19,7 +19,7 @@ for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many 
          seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
-for s in '## Headline' '## Targets' '## Many live tables' '## One large table' '## The seeds' '## Machine and build'; do
+for s in '## Headline' '## Targets' '## Many live tables' '## One large table' '## mruby on khashlite' '## The seeds' '## Machine and build'; do
     grep -qF "$s" "$dir/REPORT.md" || fail "REPORT.md lacks '$s'"
 done
 for p in churn_ns churn_ratio churn_bytes latency; do
