@@ -21,13 +21,9 @@ cd "$(dirname "$0")/.."
 mode=${1:-} csv=${2:-}
 BUILD=${BUILD:-build}
 M=$BUILD/mruby
-case "$mode" in
-    standard) reps=5 ;;
-    full) reps=9 ;;
-    smoke) reps=1 ;;
-    *) echo "usage: $0 standard|full|smoke CSVFILE" >&2; exit 2 ;;
-esac
-[ -n "$csv" ] || { echo "usage: $0 standard|full|smoke CSVFILE" >&2; exit 2; }
+declare -A reps_of=([standard]=5 [full]=9 [smoke]=1)
+reps=${reps_of[$mode]:-}
+[ -n "$reps" ] && [ -n "$csv" ] || { echo "usage: $0 standard|full|smoke CSVFILE" >&2; exit 2; }
 for b in host-stock host-khl probe-stock probe-khl; do
     if [ ! -x "$M/$b" ]; then
         echo "[mruby] $M/$b missing: run \`make mruby\` first; no mruby rows" >&2
