@@ -37,18 +37,18 @@ w=$M/bench
 mkdir -p "$w"
 src=$M/src/benchmark
 small() { [ "$mode" = smoke ] && echo "$1" || echo "$2"; }
-{ echo "ARGV = [\"$(small 4 40)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/bm_ao_render.rb"
+{ echo "ARGV = [\"$(small 4 12)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/bm_ao_render.rb"
 sed "s/fib(37)/fib($(small 12 30))/" "$src/bm_fib.rb" > "$w/bm_fib.rb"
 sed "s/^NUM = 300/NUM = $(small 2 100)/" "$src/bm_so_lists.rb" > "$w/bm_so_lists.rb"
 
 # script path, KHL_SCALE (empty for mruby's own), n for the CSV
 scripts=(
-    "$w/bm_ao_render.rb - $(small 4 40)"
+    "$w/bm_ao_render.rb - $(small 4 12)"
     "$w/bm_fib.rb - $(small 12 30)"
     "$w/bm_so_lists.rb - $(small 2 100)"
     "bench/ruby/ao_render.rb $(small 4 28) $(small 4 28)"
-    "bench/ruby/hash_churn.rb $(small 200 200000) $(small 200 200000)"
-    "bench/ruby/strings.rb $(small 200 150000) $(small 200 150000)"
+    "bench/ruby/hash_churn.rb $(small 200 150000) $(small 200 150000)"
+    "bench/ruby/strings.rb $(small 200 100000) $(small 200 100000)"
 )
 variants=("stock host-stock glibc --alloc=libc" "khl host-khl glibc --alloc=libc" "khl host-khl khl_pool --alloc=pool")
 
