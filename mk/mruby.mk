@@ -24,6 +24,9 @@ $(MRUBY_SRC)/Rakefile: | deps-mruby
 $(MRUBY_DIR)/%/build/host/lib/libmruby.a: $(MRUBY_SRC)/Rakefile $(MRUBY_PATCHES) mruby/build_config.rb $(LIB) FORCE
 	sh mruby/build.sh $* $(MRUBY_SRC) $(MRUBY_DIR)/$* all
 
+# Not intermediate files: make would delete them after linking the hosts.
+.PRECIOUS: $(MRUBY_DIR)/%/build/host/lib/libmruby.a
+
 # The hosts compile with the -I/-D flags of the mruby they link: the
 # defines change mrb_state's layout.
 MRUBY_HOST_CC = $(CC) $(KHL_CFLAGS) $$(sh mruby/cflags.sh $(MRUBY_DIR)/$*/build/host/lib/libmruby.flags.mak)
