@@ -3,6 +3,8 @@
 #   make test       the test suite (C and C++), prints Criterion's summary
 #   make install    PREFIX=/usr/local DESTDIR= : headers, library, khashlite.pc
 #   make bench      the benchmarks (bench/bench.mk), report in bench/results/latest/
+#   make mruby      mruby 3.1 from Debian's source, stock and on khashlite (mk/mruby.mk)
+#   make mruby-test mruby's own tests and ours on both builds
 # Missing Debian packages are installed when run as root, otherwise make
 # stops with the apt-get command to run (mk/deps.sh).
 
@@ -40,6 +42,7 @@ DEPS_TEST  = libcriterion-dev libxxhash-dev libhts-dev libmruby-dev pkg-config
 EXAMPLE_BINS =
 include $(wildcard examples/*/*.mk)
 include bench/bench.mk
+include mk/mruby.mk
 
 .PHONY: all lib test check check-asan check-valgrind check-tsan check-headers fuzz examples \
         install uninstall clean deps-lib deps-test deps-check

@@ -20,7 +20,7 @@ for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many 
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
 for s in '## Headline' '## Targets' '## Table core v2 targets' '## Many live tables' '## One large table' \
-         '## The seeds' '## Machine and build'; do
+         '## mruby on khashlite' '## The seeds' '## Machine and build'; do
     grep -qF "$s" "$dir/REPORT.md" || fail "REPORT.md lacks '$s'"
 done
 # program peers: every table has rows in each of its workloads, and every

@@ -167,6 +167,56 @@ static void dump(FILE *o, const char *workload_prefix)
     }
 }
 
+/* Issue 12: mruby 3.1 stock against its iv tables on khashlite
+ * (mruby/bench.sh), targets first, then every row. */
+static void mruby_section(FILE *o)
+{
+    static const long ks[] = {1, 3, 8};
+    static const char *speed[] = {"bm_ao_render", "hash_churn"};
+    static const char *all[] = {"bm_ao_render", "bm_fib", "bm_so_lists", "ao_render", "hash_churn", "strings"};
+    char what[160], table[32];
+    if (!find("mruby_run", NULL, NULL, NULL, -1, NULL)) {
+        fprintf(o, "\n## mruby on khashlite\n\nNot measured in this run (`make mruby` first).\n");
+        return;
+    }
+    fprintf(o, "\n## mruby on khashlite\n\nDebian's mruby 3.1 built from source: `stock`, and `khl` "
+               "with its instance-variable tables in one khashlite block (mruby/README.md), on glibc "
+               "and on khl_pool. Allocator calls and bytes are counted through mruby's allocf "
+               "(khl-mrb-probe); speed ratios are stock's median seconds over the build's.\n\n"
+               "| target | measured | wanted | |\n|---|---|---|---|\n");
+    for (int i = 0; i < 3; ++i) {
+        snprintf(table, sizeof table, "ivars_%ld", ks[i]);
+        double st = val("mruby_obj", table, "stock", NULL, ks[i], "allocs_per_object");
+        snprintf(what, sizeof what, "allocations per object, %ld ivars: khl (stock %.0f)", ks[i], st);
+        target(o, what, val("mruby_obj", table, "khl", NULL, ks[i], "allocs_per_object"),
+               ks[i] < 8 ? 1 : st - 1, 0, "");
+    }
+    for (int i = 0; i < 3; ++i) {
+        snprintf(table, sizeof table, "ivars_%ld", ks[i]);
+        double st = val("mruby_obj", table, "stock", NULL, ks[i], "bytes_per_object");
+        snprintf(what, sizeof what, "bytes per object, %ld ivars: khl / stock (stock %.0f B)", ks[i], st);
+        target(o, what, val("mruby_obj", table, "khl", NULL, ks[i], "bytes_per_object") / st, 1, 0, "");
+    }
+    for (int i = 0; i < 2; ++i) {
+        snprintf(what, sizeof what, "%s on glibc: stock / khl seconds", speed[i]);
+        target(o, what, val("mruby_run", speed[i], "khl", "glibc", -1, "ratio_vs_stock"), 1.15, 1, "x");
+        snprintf(what, sizeof what, "%s: stock on glibc / khl on khl_pool", speed[i]);
+        target(o, what, val("mruby_run", speed[i], "khl", "khl_pool", -1, "ratio_vs_stock"), 1.3, 1, "x");
+    }
+    double worst = NAN;
+    const char *worst_name = "";
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
+        double r = val("mruby_run", all[i], "khl", "glibc", -1, "ratio_vs_stock");
+        if (!isnan(r) && (isnan(worst) || r < worst)) {
+            worst = r;
+            worst_name = all[i];
+        }
+    }
+    snprintf(what, sizeof what, "slowest script on glibc (%s): stock / khl, 5%% taken as noise", worst_name);
+    target(o, what, worst, 0.95, 1, "x");
+    dump(o, "mruby");
+}
+
 static void targets(FILE *o)
 {
     fprintf(o, "\n## Targets\n\nMeasured in this run, never asserted by `make test`.\n\n"
@@ -916,6 +966,7 @@ int main(int argc, char **argv)
                "tables are khashlite single, split3 or htslib's khash.\n");
     dump(o, "interp");
     dump(o, "objmodel");
+    mruby_section(o);
     fprintf(o, "\n## The seeds, reproduced\n");
     seeds_side_by_side(o);
     fprintf(o, "\n### Every seed measurement\n");

@@ -44,6 +44,9 @@ echo "[bench] seed_fastmm, every allocator in one process, $(( $(date +%s) - sta
 if [ -f bench/interp.sh ]; then
     BUILD=$BUILD bash bench/interp.sh "$mode" "$csv"
 fi
+# mruby built from source, stock and on khashlite: only after `make mruby`
+# (mruby/bench.sh says so and adds no rows otherwise).
+BUILD=$BUILD bash mruby/bench.sh "$mode" "$csv"
 echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
 
 {

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# mruby/bench.sh MODE CSV: the `mruby` section of `make bench` (called by
+# bench/run.sh).  Times mruby 3.1 stock, khl (iv tables on khashlite) and khl
+# on khl_pool running mruby's own benchmark/*.rb (those that take about a
+# second or less: ao_render, fib at 30, so_lists at a third of its size;
+# app_lc_fizzbuzz takes a minute and is left out) and bench/ruby/*.rb,
+# and appends rows in bench/bench.h's columns to CSV:
+#   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
+#              n = size: seconds and peak_rss_kb (median, min, max of the
+#              repetitions, the three builds interleaved), ratio_vs_stock
+#              (stock's median seconds / this one's: above 1 is faster), and
+#              allocf_calls (allocating calls over one run, through khl-mrb-probe)
+#   mruby_obj  table = ivars_K: allocs_per_object and bytes_per_object for an
+#              object with K instance variables (mruby/test/per_object.rb)
+# Runs only when `make mruby` has been run (build/mruby/host-khl exists):
+# fetching and building mruby takes minutes, so `make bench` does not do it.
+# MODE: standard (5 repetitions, about 80 s), full (9), smoke (1, tiny sizes).
+# Exits non-zero when a run fails or the builds' outputs differ.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-} csv=${2:-}
+BUILD=${BUILD:-build}
+M=$BUILD/mruby
+declare -A reps_of=([standard]=5 [full]=9 [smoke]=1)
+reps=${reps_of[$mode]:-}
+[ -n "$reps" ] && [ -n "$csv" ] || { echo "usage: $0 standard|full|smoke CSVFILE" >&2; exit 2; }
+for b in host-stock host-khl probe-stock probe-khl; do
+    if [ ! -x "$M/$b" ]; then
+        echo "[mruby] $M/$b missing: run \`make mruby\` first; no mruby rows" >&2
+        exit 0
+    fi
+done
+
+# mruby's benchmarks read their size from ARGV or a constant, which the
+# hosts do not provide: sized copies go to $M/bench (never committed).
+w=$M/bench
+mkdir -p "$w"
+src=$M/src/benchmark
+small() { [ "$mode" = smoke ] && echo "$1" || echo "$2"; }
+{ echo "ARGV = [\"$(small 4 12)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/bm_ao_render.rb"
+sed "s/fib(37)/fib($(small 12 30))/" "$src/bm_fib.rb" > "$w/bm_fib.rb"
+sed "s/^NUM = 300/NUM = $(small 2 100)/" "$src/bm_so_lists.rb" > "$w/bm_so_lists.rb"
+
+# script path, KHL_SCALE (empty for mruby's own), n for the CSV
+scripts=(
+    "$w/bm_ao_render.rb - $(small 4 12)"
+    "$w/bm_fib.rb - $(small 12 30)"
+    "$w/bm_so_lists.rb - $(small 2 100)"
+    "bench/ruby/ao_render.rb $(small 4 28) $(small 4 28)"
+    "bench/ruby/hash_churn.rb $(small 200 150000) $(small 200 150000)"
+    "bench/ruby/strings.rb $(small 200 100000) $(small 200 100000)"
+)
+variants=("stock host-stock glibc --alloc=libc" "khl host-khl glibc --alloc=libc" "khl host-khl khl_pool --alloc=pool")
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+stat() {   # FILE of numbers -> "median min max count"
+    sort -g "$1" | awk '{v[NR]=$1} END {m = NR % 2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2; printf "%.6g %.6g %.6g %d", m, v[1], v[NR], NR}'
+}
+row() {   # workload table layout allocator n metric median min max reps
+    echo "$1,$2,$3,$4,$5,$6,$7,${10},$8,$7,$9" >> "$csv"
+}
+
+start=$(date +%s)
+for s in "${scripts[@]}"; do
+    read -r path scale n <<<"$s"
+    name=$(basename "$path" .rb)
+    [ "$scale" = - ] && scale=
+    echo "[mruby] $name, $reps x 3 builds, $(( $(date +%s) - start )) s" >&2
+    for ((r = 0; r < reps; r++)); do
+        for v in "${variants[@]}"; do
+            read -r layout bin alloc flag <<<"$v"
+            key=$layout-$alloc
+            KHL_SCALE=$scale "$M/$bin" "$flag" --stats "$path" > "$tmp/out.$key" 2> "$tmp/err"
+            sed -n 's/.* seconds=\([0-9.]*\) .*/\1/p' "$tmp/err" >> "$tmp/sec.$key"
+            sed -n 's/.* peak_rss_kb=\([0-9]*\) .*/\1/p' "$tmp/err" >> "$tmp/rss.$key"
+            cmp -s "$tmp/out.stock-glibc" "$tmp/out.$key" || { echo "[mruby] $name: $key output differs from stock" >&2; exit 1; }
+        done
+    done
+    read -r base _ <<<"$(stat "$tmp/sec.stock-glibc")"
+    for v in "${variants[@]}"; do
+        read -r layout bin alloc flag <<<"$v"
+        key=$layout-$alloc
+        read -r med mn mx cnt <<<"$(stat "$tmp/sec.$key")"
+        row mruby_run "$name" "$layout" "$alloc" "$n" seconds "$med" "$mn" "$mx" "$cnt"
+        read -r rmed rmn rmx cnt <<<"$(stat "$tmp/rss.$key")"
+        row mruby_run "$name" "$layout" "$alloc" "$n" peak_rss_kb "$rmed" "$rmn" "$rmx" "$cnt"
+        ratio=$(awk -v a="$base" -v b="$med" 'BEGIN {printf "%.4g", a / b}')
+        row mruby_run "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$ratio" "$ratio" "$ratio" "$cnt"
+        rm -f "$tmp/sec.$key" "$tmp/rss.$key"
+    done
+    for layout in stock khl; do
+        KHL_SCALE=$scale "$M/probe-$layout" "$path" > /dev/null 2> "$tmp/err"
+        calls=$(sed -n 's/^probe: allocs=\([0-9]*\) .*/\1/p' "$tmp/err")
+        row mruby_run "$name" "$layout" counted "$n" allocf_calls "$calls" "$calls" "$calls" 1
+    done
+done
+
+echo "[mruby] per-object costs, $(( $(date +%s) - start )) s" >&2
+for layout in stock khl; do
+    "$M/probe-$layout" mruby/test/per_object.rb 2> /dev/null | while read -r _ k calls bytes; do
+        row mruby_obj "ivars_$k" "$layout" counted "$k" allocs_per_object "$calls" "$calls" "$calls" 1
+        row mruby_obj "ivars_$k" "$layout" counted "$k" bytes_per_object "$bytes" "$bytes" "$bytes" 1
+    done
+done
+echo "[mruby] done in $(( $(date +%s) - start )) s" >&2
