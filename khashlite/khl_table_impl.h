@@ -10,7 +10,8 @@
  * A pair is the key, then the value for maps (boost's shape): a hit reads one
  * control group and one pair, usually one cache line beyond the group's.
  * Pairs are aligned for their type in memory (not only within the block: the
- * hook promises max_align_t, an over-aligned pair gets slack), and in tables
+ * hook promises max_align_t, khl_max_align_t here; an over-aligned pair gets
+ * slack), and in tables
  * of 256 buckets or more to 64 bytes, so a group's first pairs share its
  * first line.  pairs_pad records where they start for this block's address.
  *
@@ -82,9 +83,21 @@ extern "C" {
 #define KHL_ALIGNOF(t) alignof(t)
 #define KHL_STATIC_ASSERT(c, m) static_assert(c, m)
 #else
+/* C11's spellings; gcc and clang also take them in gnu99 mode, as mruby
+ * compiles (a C99 <stddef.h> has no max_align_t: see khl_max_align_t). */
 #define KHL_ALIGNOF(t) _Alignof(t)
 #define KHL_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
+
+/* The alignment every allocator hook gives (it promises max_align_t's, at
+ * least this), spelled so that a C99 translation unit can include us. */
+typedef union khl_max_align {
+    long double ld;
+    long long ll;
+    double d;
+    void *p;
+    void (*fp)(void);
+} khl_max_align_t;
 
 #define KHL_CAT_(a, b) a##b
 #define KHL_CAT(a, b) KHL_CAT_(a, b)
@@ -113,9 +126,9 @@ extern "C" {
  * at run time. */
 #define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
 #define KHL_I_PAIRS_START(head, align)                                              \
-    ((align) <= KHL_ALIGNOF(max_align_t)                                            \
+    ((align) <= KHL_ALIGNOF(khl_max_align_t)                                        \
          ? KHL_I_ALIGN_UP(head, align)                                              \
-         : KHL_I_ALIGN_UP(head, KHL_ALIGNOF(max_align_t)) + (align) - KHL_ALIGNOF(max_align_t))
+         : KHL_I_ALIGN_UP(head, KHL_ALIGNOF(khl_max_align_t)) + (align) - KHL_ALIGNOF(khl_max_align_t))
 #define KHL_I_BLOCK_FITS(nb, size, align)                                           \
     (KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size) <= KHL_FIRST_BLOCK_BYTES)
 /* A table's first block: the most buckets (up to one group) that fit

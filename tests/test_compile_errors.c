@@ -73,3 +73,13 @@ Test(compile_errors, max_load_outside_its_range, .timeout = 120)
     must_fail("max_load.c", "-DKHL_MAX_LOAD=NAN", NULL);
     must_fail("max_load.c", "'-DKHL_MAX_LOAD=(0.5)'", NULL);
 }
+
+/* mruby compiles as gnu99, whose <stddef.h> has no max_align_t: the header
+ * must still compile there (C11's _Alignof and _Static_assert are extensions
+ * in that mode, so -Wpedantic is off for this one). */
+Test(compile_errors, the_header_compiles_as_gnu99, .timeout = 60)
+{
+    static char log[16384];
+    cr_assert_eq(compile(0, "set_keys.c", "-std=gnu99 -Wno-pedantic", log, sizeof log), 0,
+                 "gnu99:\n%s", log);
+}
