@@ -282,7 +282,14 @@ Test(table, first_block_of_a_small_map)
     cr_assert_eq(khl_block_size(m32, &h), 88);
     cr_assert_eq(t.attempts, 1);
     khl_put(m32, &h, 4, NULL);
-    cr_assert_eq(khl_n_buckets(m32, &h), 16, "small tables grow 4x");
+    cr_assert_eq(khl_n_buckets(m32, &h), 8, "one-group tables grow 2x");
+    for (uint32_t i = 5; i < 9; ++i)
+        khl_put(m32, &h, i, NULL);
+    cr_assert_eq(khl_n_buckets(m32, &h), 16);
+    khl_put(m32, &h, 17, NULL);
+    for (uint32_t i = 9; khl_size(m32, &h) <= 16; ++i)
+        khl_put(m32, &h, i + 100, NULL);
+    cr_assert_eq(khl_n_buckets(m32, &h), 64, "then 4x up to 128 buckets");
     khl_destroy(m32, &h);
     test_alloc_fini(&t);
 }
