@@ -295,10 +295,11 @@ static uint32_t count_deleted(khl_block_t *b, const khl_type_t *t)
  * khl_erase_in): if 1/16 of the buckets are free after all, it goes on.
  * Otherwise it drops the tombstones in place when the live keys fill at most
  * half the capacity, or (a reserved block) leave 1/16 of the buckets spare;
- * else it grows: 2x below one group (an interpreter object with 5 to
- * 8 instance variables keeps a block of 8 buckets, not 16), 4x from there to
- * 128 buckets (small tables reach their size in fewer rebuilds), 2x above.  Each of the three costs O(n) and comes at most
- * once per n/16 puts into empty buckets. */
+ * else it grows: 2x below one group (an interpreter object with 5 to 8
+ * instance variables keeps a block of 8 buckets, not 16), 4x from there to
+ * 128 buckets (small tables reach their size in fewer rebuilds), 2x above.
+ * Each of the three costs O(n) and comes at most once per n/16 puts into
+ * empty buckets. */
 int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t)
 {
     khl_block_t *b = *bp;
