@@ -80,7 +80,7 @@ rake_test khl-asan
 asan=$M/probe-khl-asan
 clang -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -I. \
     $(sh mruby/cflags.sh "$M/khl-asan/build/host/lib/libmruby.flags.mak") -o "$asan" mruby/probe.c \
-    "$M/khl-asan/build/host/lib/libmruby.a" khashlite/khashlite.c khashlite/khl_pool.c -lm -pthread
+    "$M/khl-asan/build/host/lib/libmruby.a" khashlite/*.c -lm -pthread
 oom_checks "$asan"
 echo
 echo "mruby-test: all passed"
