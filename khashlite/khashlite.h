@@ -277,7 +277,7 @@ static inline uint64_t khl_hash_u32(uint32_t x)
         const unsigned char *khl_ctrl_ = NULL;                                      \
         if (khl_nb_) {                                                              \
             khl_ctrl_ = khl_ctrl_at((h)->b, khl_layout_##name);                     \
-            khl_mask_ = khl_group_full(khl_group_load(khl_ctrl_)) & khl_live_mask(khl_nb_); \
+            khl_walk_from(khl_ctrl_, khl_nb_, 0, &khl_base_, &khl_mask_);           \
         }                                                                           \
         for (khl_it_ = khl_walk_next(khl_ctrl_, khl_nb_, &khl_base_, &khl_mask_);   \
              khl_it_ < khl_nb_;                                                     \

@@ -41,13 +41,6 @@ static uint32_t shift_for(uint32_t nb)
 
 /* --- layout --------------------------------------------------------------- */
 
-/* Where the pairs of a table of nb buckets go inside an allocation whose
- * first `head` bytes come before them (header and control bytes). */
-typedef struct pairs_place {
-    size_t align;      /* in memory */
-    size_t bytes;      /* the allocation, sized for the worst address */
-} pairs_place_t;
-
 static size_t pairs_align(uint32_t nb, const khl_type_t *t)
 {
     size_t a = t->pair_align;
@@ -56,7 +49,9 @@ static size_t pairs_align(uint32_t nb, const khl_type_t *t)
     return a;
 }
 
-/* 0 when the size does not fit in size_t. */
+/* Bytes of an allocation whose first `head` bytes (header, control bytes)
+ * come before nb pairs, sized for the worst address the allocator may
+ * return; 0 when that does not fit in size_t. */
 static size_t region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
 {
     size_t a = pairs_align(nb, t), start = KHL_I_PAIRS_START(head, a);

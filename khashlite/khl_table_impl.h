@@ -301,26 +301,21 @@ static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
     khl_erase_in(b, ctrl + base, khl_group_load(ctrl + base), i - base);
 }
 
-/* First occupied bucket at or after i, or nb: a group of buckets at a time. */
-static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uint32_t i)
+/* The walk over occupied buckets, a group of 16 at a time, that khl_next,
+ * the foreach macros and a rebuild share.  The state is the group at *base
+ * and the mask of its occupied buckets not visited yet.  khl_walk_from sets
+ * it up for the buckets at or after i (i < nb); khl_walk_next returns the
+ * next one, or nb, loading the next groups as masks run out.  A bucket freed
+ * since its group was loaded (a foreach body may delete keys it has not
+ * reached) is skipped. */
+static inline void khl_walk_from(const unsigned char *ctrl, uint32_t nb, uint32_t i,
+                                 uint32_t *base, uint32_t *mask)
 {
-    uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u), m;
-    if (i >= nb)
-        return nb;
-    m = khl_group_full(khl_group_load(ctrl + base)) & khl_live_mask(nb) & (0xffffu << (i - base));
-    while (!m) {
-        base += KHL_GROUP_WIDTH;
-        if (base >= nb)
-            return nb;
-        m = khl_group_full(khl_group_load(ctrl + base));
-    }
-    return base + khl_mask_lowest(m);
+    *base = i & ~(KHL_GROUP_WIDTH - 1u);
+    *mask = khl_group_full(khl_group_load(ctrl + *base)) & khl_live_mask(nb) &
+            (0xffffu << (i - *base));
 }
 
-/* One step of a foreach: the next occupied bucket from the group mask
- * *mask of the group at *base, loading the next groups as masks run out.
- * A bucket freed since its group was loaded (the body may delete keys it has
- * not reached) is skipped. */
 static inline uint32_t khl_walk_next(const unsigned char *ctrl, uint32_t nb, uint32_t *base,
                                      uint32_t *mask)
 {
@@ -336,6 +331,16 @@ static inline uint32_t khl_walk_next(const unsigned char *ctrl, uint32_t nb, uin
             return nb;
         *mask = khl_group_full(khl_group_load(ctrl + *base));
     }
+}
+
+/* First occupied bucket at or after i, or nb. */
+static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uint32_t i)
+{
+    uint32_t base, mask;
+    if (i >= nb)
+        return nb;
+    khl_walk_from(ctrl, nb, i, &base, &mask);
+    return khl_walk_next(ctrl, nb, &base, &mask);
 }
 
 static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout)
@@ -484,16 +489,14 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         const khl_pairt_##name *fp = (const khl_pairt_##name *)(const void *)from->pairs; \
         khl_pairt_##name *tp = (khl_pairt_##name *)(void *)to->pairs;               \
-        uint32_t base, live = khl_live_mask(from->n_buckets);                       \
-        for (base = 0; base < from->n_buckets; base += KHL_GROUP_WIDTH) {           \
-            uint32_t m = khl_group_full(khl_group_load(from->ctrl + base)) & live;  \
-            for (; m; m &= m - 1u) {                                                \
-                uint32_t i = base + khl_mask_lowest(m);                             \
-                uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                     \
-                uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash); \
-                khl_ctrl_set(to->ctrl, j, khl_tag(hash));                           \
-                tp[j] = fp[i];                                                      \
-            }                                                                       \
+        uint32_t nb = from->n_buckets, base, mask, i;                               \
+        khl_walk_from(from->ctrl, nb, 0, &base, &mask);                             \
+        for (i = khl_walk_next(from->ctrl, nb, &base, &mask); i < nb;               \
+             i = khl_walk_next(from->ctrl, nb, &base, &mask)) {                     \
+            uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                         \
+            uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
+            khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
+            tp[j] = fp[i];                                                          \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way): every key to place is marked deleted; each */   \
