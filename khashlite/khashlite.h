@@ -225,7 +225,9 @@ static inline uint64_t khl_hash_u32(uint32_t x);
     KHL_I_FOREACH(name, h, (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
 
 /* Checks the table's invariants (khl_table_impl.h): 0, or -1 after printing
- * the first broken one on stderr.  O(n); for tests and debugging. */
+ * the first broken one on stderr.  O(n); for tests and debugging.  A library
+ * built with -DKHL_DEBUG runs it after every rebuild, copy and clear and
+ * aborts on failure. */
 #define khl_check(name, h)          khl_check_##name(h)
 
 #ifdef __cplusplus

@@ -10,8 +10,22 @@
 #include "khashlite.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define GROUP KHL_GROUP_WIDTH
+
+/* Built with -DKHL_DEBUG, every rebuild, copy and clear ends by checking the
+ * table it leaves (O(n), as the rebuild itself) and aborts on the first
+ * broken invariant, close to where the damage was done. */
+#ifdef KHL_DEBUG
+static void verified(const khl_block_t *b, const khl_type_t *t)
+{
+    if (khl_table_check(b, t) < 0)
+        abort();
+}
+#else
+#define verified(b, t) ((void)0)
+#endif
 
 static const khl_allocator_t *alloc_of(const khl_allocator_t *a)
 {
@@ -236,6 +250,7 @@ static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
     if (b && nb == b->n_buckets) {
         rehash_in_place(b, t);
         b->reserved = reserved;
+        verified(b, t);
         return 0;
     }
     if (storage_alloc(a, b, nb, t, &s) < 0)
@@ -251,6 +266,7 @@ static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
     }
     *bp = storage_install(&s, nb, size, t);
     (*bp)->reserved = reserved;
+    verified(*bp, t);
     return 0;
 }
 
@@ -365,6 +381,7 @@ void khl_table_clear(khl_block_t *b, const khl_type_t *t)
     memset(khl_ctrl_at(b, t->layout), KHL_CTRL_EMPTY, b->n_buckets);
     b->size = 0;
     b->growth_left = capacity(b->n_buckets, t);
+    verified(b, t);
 }
 
 int khl_table_copy(khl_block_t **dst, const khl_allocator_t *a, const khl_block_t *src,
@@ -387,6 +404,7 @@ int khl_table_copy(khl_block_t **dst, const khl_allocator_t *a, const khl_block_
     *dst = storage_install(&s, nb, src->size, t);
     (*dst)->growth_left = src->growth_left;
     (*dst)->reserved = src->reserved;
+    verified(*dst, t);
     return 0;
 }
 

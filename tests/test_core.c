@@ -4,6 +4,7 @@
  * khl_del_key, reserve's promise under churn, over-aligned types, and seeded integer
  * hashes against crafted keys. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,23 @@ Test(core, del_key_erases_once_and_reports_absence)
     cr_assert_eq(khl_check(c64, &h), 0);
     khl_destroy(c64, &h);
 }
+
+/* --- KHL_DEBUG: rebuilds check what they leave ------------------------------ */
+
+#ifdef KHL_DEBUG
+/* A size that disagrees with the control bytes (what a stray write would
+ * leave) aborts at the next rebuild instead of spreading. */
+Test(core, debug_build_aborts_when_a_rebuild_leaves_a_broken_table, .signal = SIGABRT)
+{
+    khl_t(c64) h;
+    khl_init(c64, &h, NULL);
+    for (uint64_t i = 0; i < 5; ++i)
+        khl_val(c64, &h, khl_put(c64, &h, i, NULL)) = i;
+    h.b->size += 1;
+    khl_reserve(c64, &h, 1000);
+    cr_assert_fail("the rebuild returned");
+}
+#endif
 
 /* --- reserve's promise (a regression: 0.1 rebuilt reserved tables after deletes) --- */
 
