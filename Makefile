@@ -5,8 +5,10 @@
 #   make bench      the benchmarks (bench/bench.mk), report in bench/results/latest/
 #   make mruby      mruby 3.1 from Debian's source, stock and on khashlite (mk/mruby.mk)
 #   make mruby-test mruby's own tests and ours on both builds
+#   make deps       every Debian package the project uses (mk/deps.sh)
 # Missing Debian packages are installed when run as root, otherwise make
-# stops with the apt-get command to run (mk/deps.sh).
+# stops with the apt-get command to run (mk/deps.sh).  `make deps` checks
+# them all; each goal below checks its own list once before building.
 
 CC      ?= cc
 CXX     ?= c++
@@ -33,7 +35,19 @@ SPLIT_LIB  = $(BUILD)/tests/libsplit_table.a
 TEST_BIN   = $(BUILD)/tests/khl-tests
 
 DEPS_LIB   = libxxhash-dev
+# Example fragments add the packages their programs need (EXAMPLE_BINS are
+# part of the suite).
 DEPS_TEST  = libcriterion-dev libxxhash-dev libhts-dev libmruby-dev pkg-config
+
+# $(call deps_then,PACKAGES,TARGETS): check the packages, then build the
+# targets in a sub-make.  The check must finish before any compiler starts;
+# an order-only prerequisite of the goal would run beside its other
+# prerequisites under -j, and one on every object rule says it once per rule.
+# Two recipe lines, so `make -n` prints the check instead of running it.
+define deps_then
+@sh mk/deps.sh $(1)
++@$(MAKE) --no-print-directory $(2)
+endef
 
 # Each example directory may bring a fragment that builds its programs and
 # adds them to EXAMPLE_BINS, which the test suite runs.  Included before the
@@ -44,17 +58,13 @@ include $(wildcard examples/*/*.mk)
 include bench/bench.mk
 include mk/mruby.mk
 
-.PHONY: all lib test check check-asan check-valgrind check-tsan check-headers fuzz examples \
-        install uninstall clean deps-lib deps-test deps-check
+.PHONY: all lib test test-suite check check-asan check-valgrind check-tsan check-headers \
+        check-readme fuzz examples install uninstall clean deps
 all: lib
-lib: $(LIB)
+lib:
+	$(call deps_then,$(DEPS_LIB),$(LIB))
 
-deps-lib:
-	@sh mk/deps.sh $(DEPS_LIB)
-deps-test:
-	@sh mk/deps.sh $(DEPS_TEST)
-
-$(BUILD)/obj/%.o: khashlite/%.c $(HEADERS) | deps-lib
+$(BUILD)/obj/%.o: khashlite/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -c $< -o $@
 
@@ -66,11 +76,11 @@ $(LIB): $(LIB_OBJ)
 
 EXAMPLE_HEADERS = $(wildcard examples/*/*.h)
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h | deps-test
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.cpp $(HEADERS) tests/support.h | deps-test
+$(BUILD)/tests/%.o: tests/%.cpp $(HEADERS) tests/support.h
 	@mkdir -p $(@D)
 	$(CXX) $(KHL_CXXFLAGS) -Itests -c $< -o $@
 
@@ -91,17 +101,37 @@ $(TEST_BIN): $(TEST_OBJ) $(SPLIT_LIB) $(LIB)
 $(BUILD)/tests/seed-probe: tests/helpers/seed_probe.c $(LIB)
 	$(CC) $(KHL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB)
 
-test: $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS)
+TEST_PROGS = $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS)
+
+test:
+	$(call deps_then,$(DEPS_TEST),test-suite)
+test-suite: $(TEST_PROGS)
 	$(TEST_BIN) $(TEST_ARGS)
 
 # Every public header, with every table type instantiated and unused, must
 # compile without a warning as C11 and as C++20.
-check-headers: | deps-lib
+check-headers:
+	@sh mk/deps.sh $(DEPS_LIB)
 	@mkdir -p $(BUILD)/headers
 	$(CC) $(KHL_CFLAGS) -Werror -c tests/headers/all_unused.c -o $(BUILD)/headers/c.o
 	$(CXX) $(KHL_CXXFLAGS) -Werror -x c++ -c tests/headers/all_unused.c -o $(BUILD)/headers/cxx.o
 
-examples: $(BUILD)/examples/wordcount $(BUILD)/examples/pool_inline $(EXAMPLE_BINS)
+# README's example, as README shows it: it must compile and run.
+$(BUILD)/readme/example.c: README.md
+	@mkdir -p $(@D)
+	awk '/^## Example/ { sect = 1 } sect && /^```c$$/ { code = 1; next } code && /^```$$/ { exit } code' \
+	    README.md > $@
+	@test -s $@ || { echo "check-readme: no C block under README's Example"; exit 1; }
+
+$(BUILD)/readme/example: $(BUILD)/readme/example.c $(LIB)
+	$(CC) $(KHL_CFLAGS) -Werror $(LDFLAGS) -o $@ $< $(LIB)
+
+check-readme:
+	$(call deps_then,$(DEPS_LIB),$(BUILD)/readme/example)
+	$(BUILD)/readme/example
+
+examples:
+	$(call deps_then,$(DEPS_TEST),$(BUILD)/examples/wordcount $(BUILD)/examples/pool_inline $(EXAMPLE_BINS))
 
 $(BUILD)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
@@ -115,6 +145,7 @@ SAN_FLAGS  = -O1 -g -fno-omit-frame-pointer
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS = $(patsubst fuzz/fuzz_%.c,%,$(wildcard fuzz/fuzz_*.c))
 
+# What mk/mruby.mk's mruby-test needs before it starts.
 deps-check:
 	@sh mk/deps.sh $(DEPS_CHECK)
 
@@ -122,32 +153,36 @@ deps-check:
 # tests under ThreadSanitizer, each in its own build directory.
 check: check-asan check-valgrind check-tsan
 
-check-asan: | deps-check
+check-asan:
+	@sh mk/deps.sh $(DEPS_CHECK)
 	$(MAKE) test BUILD=$(BUILD)/asan CFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	    CXXFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined"
 
-check-valgrind: $(TEST_BIN) $(BUILD)/tests/seed-probe $(EXAMPLE_BINS) | deps-check
+check-valgrind:
+	$(call deps_then,$(DEPS_CHECK) $(DEPS_TEST),$(TEST_PROGS))
 	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect --suppressions=tests/valgrind.supp \
 	    --trace-children=yes --trace-children-skip='*/sh,*/bash' $(TEST_BIN) --jobs 1
 
 # Criterion's runner cannot start under TSan (its shared arena collides with
 # TSan's shadow memory), so the pool's thread stress runs as its own program.
-$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS) | deps-check
+$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 $(SAN_FLAGS) -fsanitize=thread -I. -o $@ $< $(LIB_SRC) -pthread
 
-check-tsan: $(BUILD)/tsan/pool_stress
+check-tsan:
+	$(call deps_then,$(DEPS_CHECK),$(BUILD)/tsan/pool_stress)
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/pool_stress
 
 # libFuzzer targets under ASan+UBSan, each run FUZZ_SECONDS from its corpus.
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS) | deps-check
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
 	    -o $@ $< $(LIB_SRC) -pthread
 
-fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+fuzz:
+	$(call deps_then,$(DEPS_CHECK),$(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%))
 	@for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$t && \
 	    echo "fuzz: $$t for $(FUZZ_SECONDS) s" && \
@@ -157,6 +192,14 @@ fuzz: $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 	    tail -12 $(BUILD)/fuzz/$$t.log; \
 	    [ $$rc = 0 ] || { echo "fuzz: $$t failed, see $(BUILD)/fuzz/$$t.log"; exit 1; }; \
 	done
+
+# --- every package at once --------------------------------------------------
+
+# For a machine that will run everything, or to see the whole list as a
+# non-root user: mk/deps.sh prints the apt-get command.
+deps:
+	@sh mk/deps.sh $(sort $(DEPS_LIB) $(DEPS_TEST) $(DEPS_CHECK) $(BENCH_DEPS) $(DEPS_MRUBY))
+	@echo "deps: every package the project uses is installed"
 
 # --- install ---------------------------------------------------------------
 

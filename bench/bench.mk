@@ -48,21 +48,18 @@ bench_mallocs = $(or $($(1)_MALLOCS),$(BENCH_MALLOCS))
 BENCH_JOBS = $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(p):$(m):libc) \
                  $(if $(filter no,$($(p)_POOL)),,$(p):glibc:pool))
 
-.PHONY: bench bench-full bench-smoke bench-build deps-bench
+.PHONY: bench bench-full bench-smoke bench-build
 
-deps-bench:
-	@sh mk/deps.sh $(BENCH_DEPS)
-
-$(BUILD)/bench/obj/%.o: bench/%.c bench/*.h $(HEADERS) | deps-bench
+$(BUILD)/bench/obj/%.o: bench/%.c bench/*.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -c $< -o $@
 
-$(BUILD)/bench/obj/%.o: bench/%.cpp bench/*.h $(HEADERS) | deps-bench
+$(BUILD)/bench/obj/%.o: bench/%.cpp bench/*.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CXX) $(BENCH_CXXFLAGS) -c $< -o $@
 
 # The only object that differs between a program's binaries: its malloc's name.
-$(BUILD)/bench/obj/malloc-%.o: bench/malloc_name.c | deps-bench
+$(BUILD)/bench/obj/malloc-%.o: bench/malloc_name.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -DBENCH_MALLOC_NAME='"$*"' -c $< -o $@
 
@@ -84,11 +81,11 @@ FASTMM_BIN = $(BUILD)/bench/khl-bench-fastmm
 FASTMM_OBJ = $(LIB_SRC:khashlite/%.c=$(BUILD)/bench/obj/lto/%.o) $(BUILD)/bench/obj/lto/fastmm.o \
              $(BUILD)/bench/obj/fastmm_direct.o
 
-$(BUILD)/bench/obj/lto/%.o: khashlite/%.c $(HEADERS) | deps-bench
+$(BUILD)/bench/obj/lto/%.o: khashlite/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -flto -c $< -o $@
 
-$(BUILD)/bench/obj/lto/fastmm.o: bench/fastmm.c bench/*.h $(HEADERS) | deps-bench
+$(BUILD)/bench/obj/lto/fastmm.o: bench/fastmm.c bench/*.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -flto -c $< -o $@
 
@@ -96,15 +93,18 @@ $(FASTMM_BIN): $(FASTMM_OBJ) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o
 	$(CC) -O2 -flto -o $@ $^ $(BENCH_LIBS) -ldl
 BENCH_BINS += $(FASTMM_BIN)
 
-$(BUILD)/bench/khl-bench-report: bench/report.c | deps-bench
+$(BUILD)/bench/khl-bench-report: bench/report.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm
 
 bench-build: $(BENCH_BINS) $(BUILD)/bench/khl-bench-report
 
-bench: bench-build
+bench:
+	$(call deps_then,$(BENCH_DEPS),bench-build)
 	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh standard
-bench-full: bench-build
+bench-full:
+	$(call deps_then,$(BENCH_DEPS),bench-build)
 	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh full
-bench-smoke: bench-build
+bench-smoke:
+	$(call deps_then,$(BENCH_DEPS),bench-build)
 	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh smoke

@@ -1,4 +1,4 @@
-/* fastmm.c: seed_fastmm, the loop of seed post 003 (1000 rounds of 10,000 x
+/* fastmm.c: seed_fastmm, the loop of post 003 (docs/posts.md; 1000 rounds of 10,000 x
  * 100-byte allocations, then all freed in order), with every allocator in
  * one process and the contenders interleaved repetition by repetition, so
  * their ratios are measured side by side on a shared, noisy machine.
@@ -358,7 +358,7 @@ int main(int argc, char **argv)
     contenders_t cs;
     make_room_for_jemalloc(argv);
     bench_parse(argc, argv, &o,
-                "seed_fastmm: the loop of seed post 003 with glibc, tcmalloc, jemalloc, "
+                "seed_fastmm: the loop of post 003 (docs/posts.md) with glibc, tcmalloc, jemalloc, "
                 "mimalloc, khl_pool (called and inlined) and a no-allocator floor in one "
                 "process, interleaved.",
                 NULL, 0);

@@ -1,4 +1,4 @@
-/* fastmm_loop.h: the loop of seed post 003 (FastMM against VC2008 malloc):
+/* fastmm_loop.h: the loop of post 003 (docs/posts.md; FastMM against VC2008 malloc):
  * 10,000 blocks of 100 bytes allocated, then all freed in order, `rounds`
  * times.  Shared by bench/fastmm.c (seed_fastmm: every allocator in one
  * process) and bench/prog_seeds.c (seed_locks: what a lock costs the pool),

@@ -1,5 +1,5 @@
 /* prog_seeds.c: the allocator experiments of khashlite's seed posts
- * (/work/shared/seeds), rerun on this machine with the binary's malloc and
+ * (docs/posts.md), rerun on this machine with the binary's malloc and
  * with khl_pool, so their conclusions can be checked rather than quoted.
  *
  *   (seed_fastmm, the loop of 003, is bench/fastmm.c: every allocator in one
@@ -289,7 +289,7 @@ static int run_locks(const bench_opts_t *o)
     return 0;
 }
 
-/* --- the hhs-style slot pool (seed 000), our own code -------------------------
+/* --- the hhs-style slot pool (post 000), our own code -------------------------
  * One block of `count` equal slots of a power-of-two size.  calloc takes a
  * slot off a stack of free indices and zeroes it; free decides by an address
  * range check whether the block is a slot, and finds its index with a shift,
@@ -810,7 +810,7 @@ int main(int argc, char **argv)
 {
     bench_opts_t o;
     bench_parse(argc, argv, &o,
-                "The seed posts' allocator experiments: seed_hhs, seed_lighttpd, "
+                "The seed posts' allocator experiments (docs/posts.md): seed_hhs, seed_lighttpd, "
                 "seed_latency, seed_locks (seed_fastmm: khl-bench-fastmm).",
                 "  seed_latency with --trace-dir=DIR writes DIR/latency_<allocator>_<size>.dat\n"
                 "  (columns: index ns) for each contender and size", 0);

@@ -381,7 +381,7 @@ static void seeds_side_by_side(FILE *o)
 {
     static const char *mallocs[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc"};
     fprintf(o, "\n### Side by side with the published figures\n\n"
-               "The posts ran on 2008-2018 hardware and other systems: compare the orderings and "
+               "The posts (docs/posts.md) ran on 2008-2018 hardware and other systems: compare the orderings and "
                "ratios, not the absolute seconds.\n");
 
     /* FastMM (003): 1000 rounds of 10,000 x 100 B. */

@@ -1,5 +1,5 @@
 /* seeds_boost.cpp: the Boost.Pool contenders of prog_seeds.c's seed_latency
- * workload (the Japanese Boost.Pool latency post, seed 001), behind a small
+ * workload (the Japanese Boost.Pool latency post, 001 in docs/posts.md), behind a small
  * extern "C" API so the C program can time them like any other allocator.
  *
  * boost::pool<> is used exactly as the post does: pool<>(size), p.malloc(),

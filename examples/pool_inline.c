@@ -8,8 +8,9 @@
  *     make CFLAGS='-O2 -flto -ffat-lto-objects'
  *     cc -O2 -flto -I. examples/pool_inline.c build/libkhashlite.a
  *
- * On the seeds' FastMM loop this makes the pool 1.4-1.8x faster than
- * mimalloc, against a tie when it is called (README, khl_pool, Speed).
+ * On post 003's FastMM loop (docs/posts.md) this makes the pool 1.4-1.8x
+ * faster than mimalloc, against a tie when it is called (docs/pool.md,
+ * Speed).
  * Built without LTO the program runs the same, with calls.  It prints a
  * checksum and the pool's counters, which do not depend on the build. */
 #include <stdint.h>

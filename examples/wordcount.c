@@ -1,4 +1,4 @@
-/* wordcount.c: the README's example.  Counts the words of stdin in a
+/* wordcount.c: the README's longer example.  Counts the words of stdin in a
  * khashlite string map and prints those seen more than once.  Build it with
  *   cc wordcount.c $(pkg-config --cflags --libs khashlite)
  * or, from the repository, with `make examples`. */

@@ -5,15 +5,14 @@
 KHL_LUA_BIN = $(BUILD)/examples/khl-lua
 EXAMPLE_BINS += $(KHL_LUA_BIN)
 
-# Recursive variables: pkg-config runs in the recipe, after deps-lua has
-# installed liblua5.4-dev, not when make reads this file.
+# The suite runs the host, so its packages are the suite's.
+DEPS_TEST += liblua5.4-dev pkg-config
+
+# Recursive variables: pkg-config runs in the recipe, after the goal's
+# package check has installed liblua5.4-dev, not when make reads this file.
 KHL_LUA_CFLAGS = $(shell pkg-config --cflags lua5.4)
 KHL_LUA_LIBS   = $(shell pkg-config --libs lua5.4)
 
-.PHONY: deps-lua
-deps-lua:
-	@sh mk/deps.sh liblua5.4-dev pkg-config
-
-$(KHL_LUA_BIN): examples/lua/khl_lua.c examples/host.h $(HEADERS) $(LIB) | deps-lua
+$(KHL_LUA_BIN): examples/lua/khl_lua.c examples/host.h $(HEADERS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) $(KHL_LUA_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(KHL_LUA_LIBS) -lm
