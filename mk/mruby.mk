@@ -13,11 +13,9 @@ DEPS_MRUBY  = dpkg-dev ruby rake bison libxxhash-dev
 MRUBY_PATCHES = $(wildcard mruby/patches/*.patch)
 MRUBY_HOSTS = $(MRUBY_DIR)/host-stock $(MRUBY_DIR)/host-khl $(MRUBY_DIR)/probe-stock $(MRUBY_DIR)/probe-khl
 
-.PHONY: mruby mruby-test deps-mruby
-deps-mruby:
-	@sh mk/deps.sh $(DEPS_MRUBY)
+.PHONY: mruby mruby-test mruby-hosts
 
-$(MRUBY_SRC)/Rakefile: | deps-mruby
+$(MRUBY_SRC)/Rakefile:
 	sh mruby/fetch.sh $(MRUBY_SRC)
 
 # rake decides what is stale inside each build; make only orders the steps.
@@ -37,9 +35,13 @@ $(MRUBY_DIR)/host-%: examples/mruby/khl_mruby.c examples/host.h $(MRUBY_DIR)/%/b
 $(MRUBY_DIR)/probe-%: mruby/probe.c $(MRUBY_DIR)/%/build/host/lib/libmruby.a $(HEADERS) $(LIB)
 	$(MRUBY_HOST_CC) $(LDFLAGS) -o $@ $< $(MRUBY_DIR)/$*/build/host/lib/libmruby.a $(LIB) -lm
 
-mruby: $(MRUBY_HOSTS)
+# The packages first (the library's among them), then everything else.
+mruby:
+	$(call deps_then,$(DEPS_MRUBY) $(DEPS_LIB),mruby-hosts)
+mruby-hosts: $(MRUBY_HOSTS)
 
-mruby-test: mruby | deps-check
+mruby-test: mruby
+	@sh mk/deps.sh $(DEPS_CHECK)
 	BUILD=$(BUILD) sh mruby/test.sh
 
 .PHONY: FORCE

@@ -6,8 +6,8 @@
 #  2. Our scripts (bench/ruby/*.rb at small sizes, mruby/test/ivars.rb) print
 #     the same on stock, khl, and khl on khl_pool; the pool ends at 0 bytes.
 #  3. A script that raises: exit 1, pool at 0.
-#  4. Out of memory (khl-mrb-probe): a failed iv-table growth leaves the table
-#     as it was; a script that exhausts a memory limit ends in NoMemoryError
+#  4. Out of memory (khl-mrb-probe): a failed iv-table or method-table
+#     growth leaves the table as it was; a script that exhausts a memory limit ends in NoMemoryError
 #     with no crash and every byte back after mrb_close; an object with 1 to
 #     4 variables costs khl one allocation.
 #  5. khl built with clang under ASan+UBSan: `rake test`, and step 4 again.
@@ -39,7 +39,7 @@ echo "same counts on stock and khl"
 step "2. scripts: same output on stock, khl, khl + khl_pool"
 out=$M/out
 mkdir -p "$out"
-for s in bench/ruby/*.rb mruby/test/ivars.rb; do
+for s in bench/ruby/*.rb mruby/test/ivars.rb mruby/test/methods.rb; do
     n=$(basename "$s" .rb)
     case $n in ao_render) scale=6 ;; hash_churn|strings) scale=3000 ;; *) scale= ;; esac
     for v in stock khl khl-pool; do
@@ -58,8 +58,8 @@ grep -q "raised on purpose (ArgumentError)" "$out/raises.txt" || fail "raises.rb
 echo "raises.rb: reported, exit 1, pool at 0"
 
 oom_checks() {   # PROBE
-    r=$("$1" mruby/test/oom_ivars.rb 2>/dev/null) || fail "oom_ivars.rb on $1 exited $?: $r"
-    case $r in "oom_ivars: ok "[1-9]*) echo "$r" ;; *) fail "$1: $r" ;; esac
+    r=$("$1" mruby/test/oom_tables.rb 2>/dev/null) || fail "oom_tables.rb on $1 exited $?: $r"
+    case $r in "oom_tables: ok "[1-9]*" "[1-9]*) echo "$r" ;; *) fail "$1: $r" ;; esac
     for lim in 0 64 1000 20000 300000 2000000; do
         rc=0; "$1" --limit=$lim mruby/test/oom_exhaust.rb > "$out/exhaust.txt" 2>&1 || rc=$?
         [ $rc = 4 ] || fail "oom_exhaust.rb --limit=$lim on $1: exit $rc, expected 4 ($(cat "$out/exhaust.txt"))"
