@@ -128,12 +128,26 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
     KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, KHL_LAYOUT_SINGLE)
 
+/* KHL_INIT_ALLOC(name, key_t, val_t, is_map, hash_fn, eq_fn, allocf): as
+ * KHL_INIT, with the allocator fixed at compile time, as khash's kmalloc and
+ * kfree are.  allocf is a function (or a macro) of khl_allocf's shape and
+ * contract (see Allocator hook) that the table calls by name, so an inline
+ * allocator inlines into the table's code (khl_pool.h has one for the pool).
+ * The table only allocates (ptr NULL) and frees (nsize 0).  The handle is
+ * { khl_block_t *b; void *ud; }: one word for the block and one for the ud
+ * passed to allocf, which khl_init(name, h, ud) sets.
+ *     static void *arena_allocf(void *ud, void *p, size_t osize, size_t nsize);
+ *     KHL_INIT_ALLOC(ids, uint64_t, int, 1, khl_hash_u64, khl_eq_int, arena_allocf)
+ *     khl_t(ids) h;  khl_init(ids, &h, my_arena); */
+#define KHL_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)      \
+    KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)
+
 /* For a static library: KHL_DECLARE in a header, KHL_DEFINE in one .c. */
 #define KHL_DECLARE(name, khkey_t, khval_t, is_map)                                 \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE)                   \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, const khl_allocator_t *, a) \
     KHL_I_PROTOTYPES(name)
 #define KHL_DEFINE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                  \
-    KHL_I_IMPL(, , name, hash_fn, eq_fn)
+    KHL_I_IMPL(, , name, hash_fn, eq_fn, const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD)
 
 /* Ready-made types: uint32_t, uint64_t and C-string keys (a string key is
  * the pointer: the table neither copies nor frees the characters). */
@@ -162,8 +176,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 /* ------------------------------------------------------------------------ */
 /* Lifetime                                                                  */
 
-/* Empty table on allocator a (NULL: libc), which must outlive it.  Never
- * allocates. */
+/* Empty table on allocator a (NULL: libc), which must outlive it; for a
+ * KHL_INIT_ALLOC type, a is the ud its allocf gets.  Never allocates. */
 #define khl_init(name, h, a)        khl_init_##name(h, a)
 /* Frees the block; h is again an empty table on the same allocator. */
 #define khl_destroy(name, h)        khl_destroy_##name(h)

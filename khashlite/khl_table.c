@@ -27,11 +27,6 @@ static void verified(const khl_block_t *b, const khl_type_t *t)
 #define verified(b, t) ((void)0)
 #endif
 
-static const khl_allocator_t *alloc_of(const khl_allocator_t *a)
-{
-    return a ? a : &khl_libc_allocator;
-}
-
 static uint32_t log2_u32(uint32_t x)
 {
     uint32_t n = 0;
@@ -97,34 +92,16 @@ static size_t ctrl3_bytes(uint32_t nb)          /* split3's control allocation *
     return nb < GROUP ? GROUP : nb;
 }
 
-size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
-{
-    uint32_t nb;
-    if (!b)
-        return 0;
-    nb = b->n_buckets;
-    switch (t->layout) {
-    case KHL_LAYOUT_SINGLE:
-        return block_bytes(sizeof(khl_block_t), nb, t);
-    case KHL_LAYOUT_SPLIT2:
-        return sizeof(khl_split_block_t) + block_bytes(0, nb, t);
-    default:
-        return sizeof(khl_split_block_t) + ctrl3_bytes(nb) + region_bytes(0, nb, t);
-    }
-}
-
 /* --- storage -------------------------------------------------------------- */
 
-/* New storage for nb buckets, all empty, the counters set for `size` keys to
- * come.  Split layouts put it under `old`'s header (allocating one when old
- * is NULL): the caller must keep old's regions until it has moved them.
- * Returns the block, NULL (nothing allocated) on failure. */
-typedef struct storage {
-    khl_block_t *b;
-    unsigned char *ctrl;
-    char *pairs;
-    uint16_t pad;      /* pairs minus the end of the control bytes (split3: of its allocation) */
-} storage_t;
+/* A table's storage as regions (khl_mem_t, in allocation order): the single
+ * block is region 0; a split layout has its header (region 0, allocated
+ * with the first storage and kept), split3 its control bytes (1), and both
+ * their pairs (2; split2's control bytes come first in it).  The allocator
+ * is called by the inline code of khl_table_impl.h, never from here: a
+ * table declared with its allocator (KHL_INIT_ALLOC) calls it directly.
+ * This file plans what to allocate, and builds the table in what was. */
+enum { R_BLOCK = 0, R_CTRL = 1, R_PAIRS = 2 };
 
 static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, const khl_type_t *t)
 {
@@ -135,101 +112,132 @@ static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, const khl_t
     b->reserved = 0;
 }
 
+/* The regions of storage for nb buckets; old (may be NULL) is the block it
+ * replaces, whose split header is kept.  -1 if a size does not fit. */
+static int plan_regions(khl_plan_t *p, const khl_block_t *old, uint32_t nb, const khl_type_t *t)
+{
+    size_t *bytes = p->regions.bytes;
+    bytes[R_BLOCK] = bytes[R_CTRL] = bytes[R_PAIRS] = 0;
+    p->nb = nb;
+    switch (t->layout) {
+    case KHL_LAYOUT_SINGLE:
+        bytes[R_BLOCK] = block_bytes(sizeof(khl_block_t), nb, t);
+        return bytes[R_BLOCK] ? 1 : -1;
+    case KHL_LAYOUT_SPLIT2:
+        bytes[R_PAIRS] = block_bytes(0, nb, t);
+        break;
+    default:
+        bytes[R_CTRL] = ctrl3_bytes(nb);
+        bytes[R_PAIRS] = region_bytes(0, nb, t);
+        break;
+    }
+    if (!old)
+        bytes[R_BLOCK] = sizeof(khl_split_block_t);
+    return bytes[R_PAIRS] ? 1 : -1;
+}
+
+size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
+{
+    khl_plan_t p;
+    if (!b)
+        return 0;
+    plan_regions(&p, NULL, b->n_buckets, t);
+    return p.regions.bytes[R_BLOCK] + p.regions.bytes[R_CTRL] + p.regions.bytes[R_PAIRS];
+}
+
+void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
+{
+    khl_split_block_t *sb = (khl_split_block_t *)(void *)(uintptr_t)b;
+    khl_plan_t p;
+    m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
+    if (!b)
+        return;
+    plan_regions(&p, NULL, b->n_buckets, t);
+    memcpy(m->bytes, p.regions.bytes, sizeof m->bytes);
+    m->p[R_BLOCK] = (void *)(uintptr_t)b;
+    if (t->layout == KHL_LAYOUT_SPLIT2) {
+        m->p[R_PAIRS] = sb->ctrl;
+    } else if (t->layout == KHL_LAYOUT_SPLIT3) {
+        m->p[R_CTRL] = sb->ctrl;
+        m->p[R_PAIRS] = sb->pairs - b->pairs_pad;
+    }
+}
+
 /* Empty control bytes.  A tiny table's window reads past them into the
  * pairs (their padding too): the whole of its few bytes gets a defined
  * value first, so no tool sees an uninitialised read. */
-static void clear_ctrl(const storage_t *s, uint32_t nb, const khl_type_t *t)
+static void clear_ctrl(unsigned char *ctrl, const char *pairs, uint32_t nb, const khl_type_t *t)
 {
     if (nb < GROUP) {
         /* Up to the end of the pairs where they follow the control bytes. */
-        const char *end = s->pairs + (size_t)nb * t->pair_size;
-        size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)s->ctrl);
-        memset(s->ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
+        const char *end = pairs + (size_t)nb * t->pair_size;
+        size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)ctrl);
+        memset(ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
     }
-    memset(s->ctrl, KHL_CTRL_EMPTY, nb);
+    memset(ctrl, KHL_CTRL_EMPTY, nb);
 }
 
-static int storage_alloc(const khl_allocator_t *a, const khl_block_t *old, uint32_t nb,
-                         const khl_type_t *t, storage_t *s)
+/* Lays out empty storage for p->nb buckets in the regions p->regions.p, and
+ * returns its block, with the counters set for `size` keys to come. */
+static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size, const khl_type_t *t)
 {
-    size_t bytes;
-    char *mem;
+    char *const *mem = (char *const *)p->regions.p;
+    uint32_t nb = p->nb;
+    khl_block_t *b;
+    unsigned char *ctrl;
+    char *pairs;
+    uint16_t pad;
     if (t->layout == KHL_LAYOUT_SINGLE) {
-        bytes = block_bytes(sizeof(khl_block_t), nb, t);
-        if (!bytes || !(mem = (char *)a->fn(a->ud, NULL, 0, bytes)))
-            return -1;
-        s->b = (khl_block_t *)(void *)mem;
-        s->ctrl = (unsigned char *)(s->b + 1);
-        s->pad = pad_at(s->ctrl + nb, nb, t);
-        s->pairs = (char *)s->ctrl + nb + s->pad;
+        b = (khl_block_t *)(void *)mem[R_BLOCK];
+        ctrl = (unsigned char *)(b + 1);
+        pad = pad_at(ctrl + nb, nb, t);
+        pairs = (char *)ctrl + nb + pad;
     } else {
-        khl_split_block_t *sb = (khl_split_block_t *)(void *)(uintptr_t)old;
-        size_t pbytes = t->layout == KHL_LAYOUT_SPLIT2 ? block_bytes(0, nb, t) : region_bytes(0, nb, t);
-        char *ctrl3 = NULL;
-        if (!pbytes)
-            return -1;
-        if (!sb && !(sb = (khl_split_block_t *)a->fn(a->ud, NULL, 0, sizeof *sb)))
-            return -1;
-        if (t->layout == KHL_LAYOUT_SPLIT3 && !(ctrl3 = (char *)a->fn(a->ud, NULL, 0, ctrl3_bytes(nb))))
-            mem = NULL;
-        else
-            mem = (char *)a->fn(a->ud, NULL, 0, pbytes);
-        if (!mem) {
-            if (ctrl3)
-                a->fn(a->ud, ctrl3, ctrl3_bytes(nb), 0);
-            if (!old)
-                a->fn(a->ud, sb, sizeof *sb, 0);
-            return -1;
+        khl_split_block_t *sb = old ? (khl_split_block_t *)(void *)old
+                                    : (khl_split_block_t *)(void *)mem[R_BLOCK];
+        b = &sb->h;
+        ctrl = (unsigned char *)(mem[R_CTRL] ? mem[R_CTRL] : mem[R_PAIRS]);
+        pairs = mem[R_CTRL] ? mem[R_PAIRS] : mem[R_PAIRS] + nb;
+        pad = pad_at(pairs, nb, t);
+        pairs += pad;
+        sb->ctrl = ctrl;
+        sb->pairs = pairs;
+    }
+    clear_ctrl(ctrl, pairs, nb, t);
+    set_counters(b, nb, size, t);
+    b->pairs_pad = pad;
+    return b;
+}
+
+khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
+                             const khl_type_t *t, khl_mem_t *freed)
+{
+    khl_block_t *src = (khl_block_t *)(uintptr_t)from, *b;
+    khl_regions_t r_from, r_to;
+    /* Read before lay_out reuses a split header. */
+    if (src)
+        r_from = khl_regions_of(src, t->layout);
+    khl_table_regions(freed, old, t);
+    if (t->layout != KHL_LAYOUT_SINGLE)
+        freed->p[R_BLOCK] = NULL;
+    b = lay_out(p, old, src ? src->size : 0u, t);
+    b->reserved = (uint8_t)p->reserved;
+    if (src) {
+        r_to = khl_regions_of(b, t->layout);
+        if (src == old) {
+            t->move(&r_to, &r_from);
+        } else {
+            memcpy(r_to.ctrl, r_from.ctrl, p->nb);
+            memcpy(r_to.pairs, r_from.pairs, (size_t)p->nb * t->pair_size);
+            b->growth_left = src->growth_left;
+            b->reserved = src->reserved;
         }
-        s->b = &sb->h;
-        s->ctrl = ctrl3 ? (unsigned char *)ctrl3 : (unsigned char *)mem;
-        s->pairs = ctrl3 ? mem : mem + nb;
-        s->pad = pad_at(s->pairs, nb, t);
-        s->pairs += s->pad;
     }
-    clear_ctrl(s, nb, t);
-    return 0;
+    verified(b, t);
+    return b;
 }
 
-/* Frees the bucket storage of b; the split header too when `all`. */
-static void storage_free(const khl_allocator_t *a, khl_block_t *b, const khl_type_t *t, int all)
-{
-    khl_split_block_t *sb = (khl_split_block_t *)(void *)b;
-    uint32_t nb;
-    if (!b)
-        return;
-    nb = b->n_buckets;
-    switch (t->layout) {
-    case KHL_LAYOUT_SINGLE:
-        a->fn(a->ud, b, block_bytes(sizeof(khl_block_t), nb, t), 0);
-        return;
-    case KHL_LAYOUT_SPLIT2:
-        a->fn(a->ud, sb->ctrl, block_bytes(0, nb, t), 0);
-        break;
-    default:
-        a->fn(a->ud, sb->ctrl, ctrl3_bytes(nb), 0);
-        a->fn(a->ud, sb->pairs - b->pairs_pad, region_bytes(0, nb, t), 0);
-        break;
-    }
-    if (all)
-        a->fn(a->ud, sb, sizeof *sb, 0);
-}
-
-/* Makes s the table's storage, with `size` keys in it. */
-static khl_block_t *storage_install(const storage_t *s, uint32_t nb, uint32_t size,
-                                    const khl_type_t *t)
-{
-    set_counters(s->b, nb, size, t);
-    s->b->pairs_pad = s->pad;
-    if (t->layout != KHL_LAYOUT_SINGLE) {
-        khl_split_block_t *sb = (khl_split_block_t *)(void *)s->b;
-        sb->ctrl = s->ctrl;
-        sb->pairs = s->pairs;
-    }
-    return s->b;
-}
-
-/* --- rebuilds -------------------------------------------------------------- */
+/* --- the growth policy ------------------------------------------------------ */
 
 /* Same size, tombstones dropped: never allocates. */
 static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
@@ -237,40 +245,8 @@ static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
     khl_regions_t r = khl_regions_of(b, t->layout);
     t->rehash(&r, b->n_buckets);
     b->growth_left = capacity(b->n_buckets, t) - b->size;
+    verified(b, t);
 }
-
-/* Rebuilds the table with nb buckets (nb holds its keys); -1 and unchanged
- * when memory runs out. */
-static int rebuild(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t, uint32_t nb,
-                   uint8_t reserved)
-{
-    khl_block_t *b = *bp;
-    uint32_t size = b ? b->size : 0u;
-    storage_t s;
-    if (b && nb == b->n_buckets) {
-        rehash_in_place(b, t);
-        b->reserved = reserved;
-        verified(b, t);
-        return 0;
-    }
-    if (storage_alloc(a, b, nb, t, &s) < 0)
-        return -1;
-    if (b) {
-        khl_regions_t from = khl_regions_of(b, t->layout), to;
-        to.ctrl = s.ctrl;
-        to.pairs = s.pairs;
-        to.n_buckets = nb;
-        to.shift = shift_for(nb);
-        t->move(&to, &from);
-        storage_free(a, b, t, 0);
-    }
-    *bp = storage_install(&s, nb, size, t);
-    (*bp)->reserved = reserved;
-    verified(*bp, t);
-    return 0;
-}
-
-/* --- the growth policy ------------------------------------------------------ */
 
 /* Smallest bucket count whose capacity holds n keys with `slack` of the
  * buckets to spare (in 1/16ths, multi-group tables only); 0 if none. */
@@ -311,13 +287,12 @@ static uint32_t count_deleted(khl_block_t *b, const khl_type_t *t)
  * 128 buckets (small tables reach their size in fewer rebuilds), 2x above.
  * Each of the three costs O(n) and comes at most once per n/16 puts into
  * empty buckets. */
-int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t)
+int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
 {
-    khl_block_t *b = *bp;
     uint32_t nb, cap;
-    a = alloc_of(a);
+    p->reserved = 0;
     if (!b)
-        return rebuild(bp, a, t, t->first_buckets, 0);
+        return plan_regions(p, b, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
     if (nb > GROUP) {
@@ -326,23 +301,25 @@ int khl_table_grow(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t 
             b->growth_left = spare;
             return 0;
         }
-        if (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP))
-            return rebuild(bp, a, t, nb, b->reserved);
+        if (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP)) {
+            rehash_in_place(b, t);
+            return 0;
+        }
     }
     if (nb >= KHL_MAX_BUCKETS)
         return -1;
-    return rebuild(bp, a, t, nb >= GROUP && nb < 128 ? nb * 4 : nb * 2, 0);
+    return plan_regions(p, b, nb >= GROUP && nb < 128 ? nb * 4 : nb * 2, t);
 }
 
 /* A table that holds up to n keys with 1/16 of its buckets to spare never
  * needs to grow while marked reserved: when tombstones exhaust its capacity,
- * khl_table_grow finds that much to free in place.  That is reserve's
+ * khl_table_grow_plan finds that much to free in place.  That is reserve's
  * promise. */
-int khl_table_reserve(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t, size_t n)
+int khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_plan_t *p)
 {
-    khl_block_t *b = *bp;
     size_t keep = b && b->size > n ? b->size : n;
     uint32_t nb;
+    p->reserved = 1;
     if (!keep)
         return 0;
     if (!(nb = buckets_for(keep, 1, t)))
@@ -351,27 +328,28 @@ int khl_table_reserve(khl_block_t **bp, const khl_allocator_t *a, const khl_type
         b->reserved = 1;
         return 0;
     }
-    return rebuild(bp, alloc_of(a), t, nb, 1);
+    return plan_regions(p, b, nb, t);
 }
 
-int khl_table_shrink(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t)
+int khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
 {
-    khl_block_t *b = *bp;
     uint32_t nb;
+    p->reserved = 0;
     if (!b)
         return 0;
-    if (b->size == 0) {
-        khl_table_destroy(bp, a, t);
-        return 0;
-    }
     nb = buckets_for(b->size, 0, t);
-    return nb < b->n_buckets ? rebuild(bp, alloc_of(a), t, nb, 0) : 0;
+    return nb < b->n_buckets ? plan_regions(p, b, nb, t) : 0;
 }
 
-void khl_table_destroy(khl_block_t **bp, const khl_allocator_t *a, const khl_type_t *t)
+int khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
+                        khl_plan_t *p)
 {
-    storage_free(alloc_of(a), *bp, t, 1);
-    *bp = NULL;
+    p->reserved = 0;
+    if (dst && dst->size)
+        return -1;
+    if (!src || !src->size)
+        return 0;
+    return plan_regions(p, dst, src->n_buckets, t);
 }
 
 void khl_table_clear(khl_block_t *b, const khl_type_t *t)
@@ -382,30 +360,6 @@ void khl_table_clear(khl_block_t *b, const khl_type_t *t)
     b->size = 0;
     b->growth_left = capacity(b->n_buckets, t);
     verified(b, t);
-}
-
-int khl_table_copy(khl_block_t **dst, const khl_allocator_t *a, const khl_block_t *src,
-                   const khl_type_t *t)
-{
-    khl_block_t *from = (khl_block_t *)(uintptr_t)src;
-    uint32_t nb;
-    storage_t s;
-    if (*dst && (*dst)->size)
-        return -1;
-    if (!src || !src->size)
-        return 0;
-    a = alloc_of(a);
-    nb = src->n_buckets;
-    if (storage_alloc(a, *dst, nb, t, &s) < 0)
-        return -1;
-    memcpy(s.ctrl, khl_ctrl_at(from, t->layout), nb);
-    memcpy(s.pairs, khl_pairs_at(from, t->layout), (size_t)nb * t->pair_size);
-    storage_free(a, *dst, t, 0);
-    *dst = storage_install(&s, nb, src->size, t);
-    (*dst)->growth_left = src->growth_left;
-    (*dst)->reserved = src->reserved;
-    verified(*dst, t);
-    return 0;
 }
 
 /* --- the invariants (khl_table_impl.h) -------------------------------------- */

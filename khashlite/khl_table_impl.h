@@ -177,17 +177,86 @@ typedef struct khl_type {
 
 /* --- type-independent operations (khl_table.c) ------------------------------ */
 
-struct khl_allocator;
-void   khl_table_destroy(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
+/* Storage as regions, in allocation order: the single block is p[0]; split
+ * layouts have a header p[0], split3 control bytes p[1], pairs p[2].  A
+ * region of 0 bytes is absent (p NULL). */
+typedef struct khl_mem {
+    void *p[3];
+    size_t bytes[3];
+} khl_mem_t;
+
+/* What a rebuild, reserve, shrink or copy is to allocate: regions.bytes for
+ * nb buckets; reserved is the new block's flag. */
+typedef struct khl_plan {
+    khl_mem_t regions;
+    uint32_t nb;
+    int reserved;
+} khl_plan_t;
+
+/* The plans: 1, allocate p->regions and build; 0, done without allocating
+ * (nothing to do, or tombstones dropped in place); -1, impossible (too
+ * large; for a copy, dst not empty), the table unchanged. */
+int    khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
+int    khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_plan_t *p);
+int    khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
+int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
+                           khl_plan_t *p);
+/* Builds the table planned in p->regions (allocated): the keys of `from`,
+ * moved when it is `old` (a rebuild), copied otherwise; NULL: none.  Returns
+ * the new block; *freed receives the regions of old to free. */
+khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
+                             const khl_type_t *t, khl_mem_t *freed);
+/* The regions of b's storage (all of it, for a destroy). */
+void   khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t);
 void   khl_table_clear(khl_block_t *b, const khl_type_t *t);
-int    khl_table_reserve(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t, size_t n);
-int    khl_table_shrink(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
-int    khl_table_grow(khl_block_t **bp, const struct khl_allocator *a, const khl_type_t *t);
-int    khl_table_copy(khl_block_t **dst, const struct khl_allocator *a, const khl_block_t *src,
-                      const khl_type_t *t);
 size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t);
 /* Returns 0, or prints the first broken invariant on stderr and returns -1. */
 int    khl_table_check(const khl_block_t *b, const khl_type_t *t);
+
+/* The allocator calls, inline in each table's code so that a table declared
+ * with its allocator (KHL_INIT_ALLOC) calls it directly; fn and ud are the
+ * table's allocator.  A single block is one region: with the layout a
+ * constant, the loops below are one call each. */
+static inline int khl_region_count(int layout)
+{
+    return layout == KHL_LAYOUT_SINGLE ? 1 : 3;
+}
+
+static inline void khl_free_regions(const khl_mem_t *m, int layout, khl_allocf fn, void *ud)
+{
+    int i;
+    for (i = 0; i < khl_region_count(layout); ++i)
+        if (m->p[i])
+            fn(ud, m->p[i], m->bytes[i], 0);
+}
+
+/* Carries out a plan (planned: what the plan function returned) on *bp:
+ * every region allocated before anything changes, the old ones freed after
+ * the build.  0, or -1 with the table unchanged. */
+static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, const khl_block_t *from,
+                                const khl_type_t *t, int layout, khl_allocf fn, void *ud)
+{
+    khl_mem_t freed;
+    int i, n = khl_region_count(layout);
+    if (planned <= 0)
+        return planned;
+    for (i = 0; i < n; ++i)
+        p->regions.p[i] = NULL;
+    for (i = 0; i < n; ++i) {
+        if (p->regions.bytes[i] && !(p->regions.p[i] = fn(ud, NULL, 0, p->regions.bytes[i]))) {
+            khl_free_regions(&p->regions, layout, fn, ud);
+            return -1;
+        }
+    }
+    *bp = khl_table_build(p, *bp, from, t, &freed);
+    khl_free_regions(&freed, layout, fn, ud);
+    return 0;
+}
+
+static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
+{
+    return a ? a : &khl_libc_allocator;
+}
 
 /* --- the hot path's view of a block ------------------------------------------ */
 
@@ -381,7 +450,7 @@ template <bool IsMap> constexpr int khl_require_map()
     typedef struct khl_pairt_##name { khkey_t key; } khl_pairt_##name;
 
 /* The handle, the pair, and the inline accessors the public macros use. */
-#define KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout)                          \
+#define KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, alloc_t, alloc_m)        \
     KHL_STATIC_ASSERT((is_map) == 0 || (is_map) == 1, "is_map must be 0 or 1");     \
     typedef khkey_t khl_keyt_##name;                                                \
     typedef khval_t khl_valt_##name;                                                \
@@ -390,7 +459,7 @@ template <bool IsMap> constexpr int khl_require_map()
                       "khashlite: key or value types aligned beyond 4096 bytes");   \
     typedef struct khl_t_##name {                                                   \
         khl_block_t *b;                                                             \
-        const khl_allocator_t *a;                                                   \
+        alloc_t alloc_m;                                                            \
     } khl_t_##name;                                                                 \
     enum { khl_ismap_##name = (is_map), khl_layout_##name = (layout) };             \
     static inline KHL_UNUSED khl_pairt_##name *khl_pairp_##name(const khl_t_##name *h, \
@@ -428,6 +497,11 @@ template <bool IsMap> constexpr int khl_require_map()
     khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret);      \
     void khl_del_##name(khl_t_##name *h, khl_iter_t k);                             \
     int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key);
+
+/* A hook table's allocator as the generated functions see it: the handle's
+ * second word a (NULL: libc); their table is always named h. */
+#define KHL_I_HOOK_FN khl_allocator_of(h->a)->fn
+#define KHL_I_HOOK_UD khl_allocator_of(h->a)->ud
 
 /* The walk shared by get, put and delkey: runs FOUND with i = the bucket
  * holding `key`, or leaves the loop at the first group with an empty bucket
@@ -478,7 +552,7 @@ template <bool IsMap> constexpr int khl_require_map()
 /* The operations.  SCOPE is "static inline KHL_UNUSED" or empty (DEFINE);
  * HOT, for get, put and the deletions, adds always_inline to the former:
  * their fast paths are a few dozen instructions, and a call costs as much. */
-#define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn)                                     \
+#define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD)    \
     KHL_STATIC_ASSERT(KHL_MAX_LOAD_E4 >= 2500 && KHL_MAX_LOAD_E4 <= 9375,           \
                       "KHL_MAX_LOAD must be a decimal constant from 0.25 to 0.9375"); \
     static KHL_UNUSED uint64_t khl_hashpair_##name(const void *p)                   \
@@ -533,14 +607,17 @@ template <bool IsMap> constexpr int khl_require_map()
         KHL_I_FIRST_BUCKETS(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name)), \
         khl_layout_##name,                                                          \
         khl_move_##name, khl_rehash_##name, khl_hashpair_##name};                   \
-    SCOPE void khl_init_##name(khl_t_##name *h, const khl_allocator_t *a)           \
+    SCOPE void khl_init_##name(khl_t_##name *h, alloc_t alloc_m)                    \
     {                                                                               \
         h->b = NULL;                                                                \
-        h->a = a;                                                                   \
+        h->alloc_m = alloc_m;                                                       \
     }                                                                               \
     SCOPE void khl_destroy_##name(khl_t_##name *h)                                  \
     {                                                                               \
-        khl_table_destroy(&h->b, h->a, &khl_type_##name);                           \
+        khl_mem_t m_;                                                               \
+        khl_table_regions(&m_, h->b, &khl_type_##name);                             \
+        khl_free_regions(&m_, khl_layout_##name, FN, UD);                                              \
+        h->b = NULL;                                                                \
     }                                                                               \
     SCOPE void khl_clear_##name(khl_t_##name *h)                                    \
     {                                                                               \
@@ -548,15 +625,26 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     SCOPE int khl_reserve_##name(khl_t_##name *h, size_t n)                         \
     {                                                                               \
-        return khl_table_reserve(&h->b, h->a, &khl_type_##name, n);                 \
+        khl_plan_t p_;                                                              \
+        int planned_ = khl_table_reserve_plan(h->b, n, &khl_type_##name, &p_);      \
+        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD); \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
     {                                                                               \
-        return khl_table_shrink(&h->b, h->a, &khl_type_##name);                     \
+        khl_plan_t p_;                                                              \
+        int planned_;                                                               \
+        if (h->b && !h->b->size) {                                                  \
+            khl_destroy_##name(h);                                                  \
+            return 0;                                                               \
+        }                                                                           \
+        planned_ = khl_table_shrink_plan(h->b, &khl_type_##name, &p_);              \
+        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD); \
     }                                                                               \
-    SCOPE int khl_copy_##name(khl_t_##name *dst, const khl_t_##name *src)           \
+    SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
-        return khl_table_copy(&dst->b, dst->a, src->b, &khl_type_##name);           \
+        khl_plan_t p_;                                                              \
+        int planned_ = khl_table_copy_plan(h->b, src->b, &khl_type_##name, &p_);    \
+        return khl_carry_out(planned_, &p_, &h->b, src->b, &khl_type_##name, khl_layout_##name, FN, UD); \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
@@ -589,7 +677,9 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_block_t *b;                                                             \
         unsigned char *ctrl;                                                        \
         uint32_t slot, base;                                                        \
-        if (khl_table_grow(&h->b, h->a, &khl_type_##name) < 0) {                    \
+        khl_plan_t p_;                                                              \
+        int planned_ = khl_table_grow_plan(h->b, &khl_type_##name, &p_);            \
+        if (khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD) < 0) { \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
         }                                                                           \
@@ -649,7 +739,15 @@ template <bool IsMap> constexpr int khl_require_map()
 /* KHL_INIT with a layout: the benchmarks and tests build the split layouts
  * from the same code, so the merge measurement compares like with like. */
 #define KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, layout)     \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout)                              \
-    KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn)
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, const khl_allocator_t *, a)   \
+    KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
+               const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD)
+
+/* KHL_INIT_ALLOC (khashlite.h): the allocator is the function allocf, the
+ * handle's second word its ud. */
+#define KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)    \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, void *, ud)       \
+    KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
+               void *, ud, allocf, h->ud)
 
 #endif /* KHL_TABLE_IMPL_H */

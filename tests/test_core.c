@@ -219,11 +219,140 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
             int ret;
             khl_put(c32, &h, next++, &ret);
             cr_assert_eq(ret, 1, "reserve(%zu): a put at %zu keys failed at step %d", n,
-                         khl_size(c32, &h), step);
+                         (size_t)khl_size(c32, &h), step);
         }
         cr_assert_eq(khl_size(c32, &h), n);
         cr_assert_eq(khl_check(c32, &h), 0);
         khl_destroy(c32, &h);
+        test_alloc_fini(&t);
+    }
+}
+
+/* --- KHL_INIT_ALLOC: the allocator named at compile time ---------------------- */
+
+/* The test allocator, called by name; ud is the test_alloc_t. */
+static void *named_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    test_alloc_t *t = (test_alloc_t *)ud;
+    return t->a.fn(t->a.ud, ptr, osize, nsize);
+}
+KHL_INIT_ALLOC(n64, uint64_t, uint64_t, 1, khl_hash_u64, khl_eq_int, named_allocf)
+
+/* The same operations on a hook table and a named-allocator table ask for
+ * the same blocks, and leave the same tables. */
+Test(core, a_named_allocator_allocates_as_the_hook_does)
+{
+    test_alloc_t ta, tn;
+    test_alloc_init(&ta);
+    test_alloc_init(&tn);
+    khl_t(c64) a, a2;
+    khl_t(n64) n, n2;
+    khl_init(c64, &a, &ta.a);
+    khl_init(c64, &a2, &ta.a);
+    khl_init(n64, &n, &tn);
+    khl_init(n64, &n2, &tn);
+    cr_assert_eq(sizeof n, 2 * sizeof(void *));
+    uint64_t r = 11;
+    for (int step = 0; step < 6; ++step) {
+        switch (step) {
+        case 0:   /* grow from nothing through every size */
+            for (int i = 0; i < 5000; ++i) {
+                uint64_t k = test_rand(&r);
+                khl_val(c64, &a, khl_put(c64, &a, k, NULL)) = k;
+                khl_val(n64, &n, khl_put(n64, &n, k, NULL)) = k;
+            }
+            break;
+        case 1: { /* deletions, then puts that drop the tombstones */
+            khl_iter_t k;
+            for (k = khl_begin(c64, &a); k < khl_end(c64, &a); k += 3)
+                if (khl_exist(c64, &a, k)) {
+                    uint64_t key = khl_key(c64, &a, k);
+                    khl_del(c64, &a, k);
+                    cr_assert_eq(khl_del_key(n64, &n, key), 1);
+                }
+            for (int i = 0; i < 3000; ++i) {
+                uint64_t key = test_rand(&r);
+                khl_val(c64, &a, khl_put(c64, &a, key, NULL)) = key;
+                khl_val(n64, &n, khl_put(n64, &n, key, NULL)) = key;
+            }
+            break;
+        }
+        case 2:
+            cr_assert_eq(khl_reserve(c64, &a, 40000), 0);
+            cr_assert_eq(khl_reserve(n64, &n, 40000), 0);
+            break;
+        case 3:
+            cr_assert_eq(khl_shrink(c64, &a), 0);
+            cr_assert_eq(khl_shrink(n64, &n), 0);
+            break;
+        case 4:
+            cr_assert_eq(khl_copy(c64, &a2, &a), 0);
+            cr_assert_eq(khl_copy(n64, &n2, &n), 0);
+            break;
+        case 5:
+            khl_clear(c64, &a);
+            khl_clear(n64, &n);
+            cr_assert_eq(khl_shrink(c64, &a), 0);
+            cr_assert_eq(khl_shrink(n64, &n), 0);
+            break;
+        }
+        cr_assert_eq(tn.allocs, ta.allocs, "step %d", step);
+        cr_assert_eq(tn.frees, ta.frees, "step %d", step);
+        cr_assert_eq(tn.live_bytes, ta.live_bytes, "step %d", step);
+        cr_assert_eq(khl_size(n64, &n), khl_size(c64, &a), "step %d", step);
+        cr_assert_eq(khl_n_buckets(n64, &n), khl_n_buckets(c64, &a), "step %d", step);
+        cr_assert_eq(khl_check(n64, &n), 0);
+        cr_assert_eq(khl_check(n64, &n2), 0);
+    }
+    cr_assert_null(n.b, "a shrunk empty table holds no block");
+    for (khl_iter_t k = khl_next(c64, &a2, 0); k < khl_end(c64, &a2); k = khl_next(c64, &a2, k + 1)) {
+        khl_iter_t j = khl_get(n64, &n2, khl_key(c64, &a2, k));
+        cr_assert_neq(j, khl_end(n64, &n2));
+        cr_assert_eq(khl_val(n64, &n2, j), khl_val(c64, &a2, k));
+    }
+    khl_destroy(c64, &a2);
+    khl_destroy(n64, &n2);
+    khl_destroy(c64, &a);
+    khl_destroy(n64, &n);
+    test_alloc_fini(&ta);
+    test_alloc_fini(&tn);
+}
+
+/* Every allocation a put, reserve or copy makes may fail: -1, and the table
+ * is as it was. */
+Test(core, a_named_allocator_failing_leaves_the_table_as_it_was)
+{
+    for (uint64_t nth = 1; nth <= 12; ++nth) {
+        test_alloc_t t;
+        test_alloc_init(&t);
+        khl_t(n64) h, copy;
+        khl_init(n64, &h, &t);
+        khl_init(n64, &copy, &t);
+        t.fail_at = nth;
+        uint64_t key = 0;
+        int ret = 1;
+        while (ret == 1) {
+            khl_iter_t k = khl_put(n64, &h, key * 977, &ret);
+            if (ret == 1)
+                khl_val(n64, &h, k) = key++;
+        }
+        cr_assert_eq(ret, -1, "allocation %llu", (unsigned long long)nth);
+        cr_assert_eq(khl_size(n64, &h), key);
+        for (uint64_t i = 0; i < key; ++i)
+            cr_assert_eq(khl_val(n64, &h, khl_get(n64, &h, i * 977)), i);
+        cr_assert_eq(khl_get(n64, &h, key * 977), khl_end(n64, &h), "the failed put stored nothing");
+        cr_assert_eq(khl_check(n64, &h), 0);
+        size_t nb = khl_n_buckets(n64, &h);
+        t.fail_at = t.attempts + 1;
+        t.fail_after = 1;
+        if (key) {
+            cr_assert_eq(khl_reserve(n64, &h, 100000), -1);
+            cr_assert_eq(khl_n_buckets(n64, &h), nb);
+            cr_assert_eq(khl_copy(n64, &copy, &h), -1);
+            cr_assert_null(copy.b);
+        }
+        cr_assert_eq(khl_size(n64, &h), key);
+        khl_destroy(n64, &h);
         test_alloc_fini(&t);
     }
 }

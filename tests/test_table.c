@@ -251,7 +251,8 @@ static int reserve_with_pair_size(size_t pair_size, size_t n, test_alloc_t *t)
 {
     khl_type_t huge = {pair_size, 8, 57344, 1, KHL_LAYOUT_SINGLE, NULL, NULL, NULL};
     khl_block_t *b = NULL;
-    int r = khl_table_reserve(&b, &t->a, &huge, n);
+    khl_plan_t p;
+    int r = khl_carry_out(khl_table_reserve_plan(b, n, &huge, &p), &p, &b, b, &huge, KHL_LAYOUT_SINGLE, t->a.fn, t->a.ud);
     cr_assert_null(b);
     return r;
 }

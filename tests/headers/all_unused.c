@@ -11,5 +11,11 @@ KHL_SET_INIT_INT64(u_s64)
 KHL_SET_INIT_STR(u_sstr)
 KHL_DECLARE(u_decl, uint32_t, double, 1)
 
+static void *u_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    return khl_libc_allocator.fn(ud, ptr, osize, nsize);
+}
+KHL_INIT_ALLOC(u_alloc, uint64_t, int, 1, khl_hash_u64, khl_eq_int, u_allocf)
+
 int khl_headers_compile(void);
 int khl_headers_compile(void) { return 0; }
