@@ -220,6 +220,23 @@ void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize);
  * allocator, so store the result where it outlives them. */
 khl_allocator_t khl_pool_allocator(khl_pool_t *p);
 
+/* Debug validator: walks the pool's whole structure - the chunk index and
+ * system_bytes, every chunk's header and bump bounds, each class's free
+ * blocks (bundles and flushed thread batches: every one a handed-out slot of
+ * its class, none counted twice in a cycle, none live in a checked pool),
+ * the count equations (free blocks = slots handed out - (allocs - frees),
+ * in_use and the large blocks, reserves), and the calling thread's own
+ * cache - and returns 0, or prints the first broken invariant on stderr and
+ * returns -1.  It reads only memory the pool owns, so a corrupted pool
+ * gives a message, not a crash (invariants: khl_pool_internal.h).  The
+ * table has the same contract in khl_check.  A thread-safe pool is checked
+ * under its lock; other threads' caches are theirs and are not walked, and
+ * counts that threads keep lazily are not compared.  Built with
+ * -DKHL_DEBUG, the pool runs this itself at the end of every call that
+ * leaves the fast paths and aborts when it fails.  NULL returns 0.
+ * O(chunks + free blocks + index). */
+int khl_pool_check(const khl_pool_t *p);
+
 #ifdef __cplusplus
 }
 #endif
