@@ -277,8 +277,49 @@ static void targets(FILE *o)
         if (!strcmp(r->metric, "spike_indices_repeat"))
             spikes = (isnan(spikes) ? 0 : spikes) + r->median;
     }
+    /* Fresh pools without a reserve (bench/fastmm.c, pool_latency). */
+    static const char *const pl_layout[] = {"100B", "16B-4KiB"};
+    for (int l = 0; l < 2; ++l) {
+        char what[96];
+        snprintf(what, sizeof what, "latency, khl_pool unreserved, 200,000 x %s: p99.9", pl_layout[l]);
+        target(o, what, val("pool_latency", "pool", pl_layout[l], "khl_pool", -1, "p999_ns") / 1000.0, 1.0, 0,
+               " µs");
+        snprintf(what, sizeof what, "latency, khl_pool unreserved, 200,000 x %s: calls > 100 µs", pl_layout[l]);
+        target(o, what, val("pool_latency", "pool", pl_layout[l], "khl_pool", -1, "calls_over_100us"), 0, 0, "");
+    }
     target(o, "latency, khl_pool reserved: worst p99.9", worst_p999 / 1000.0, 1.0, 0, " µs");
     target(o, "latency, khl_pool reserved: calls > 100 µs at the same index in two runs", spikes, 0, 0, "");
+}
+
+/* Single allocations on fresh allocators without a reserve (issue 14):
+ * khl_pool pre-faults the chunks of small classes, khl_pool_lazy does not
+ * (the pool before), khl_pool_reserved reserved first. */
+static void pool_latency_section(FILE *o)
+{
+    static const char *const layouts[] = {"100B", "16B-4KiB"};
+    static const char *const who[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", "khl_pool",
+                                      "khl_pool_lazy", "khl_pool_reserved"};
+    static const char *const metrics[] = {"p50_ns", "p99_ns", "p999_ns", "max_ns", "calls_over_100us",
+                                          "chunk_take_ns"};
+    if (!find("pool_latency", NULL, NULL, NULL, -1, NULL))
+        return;
+    fprintf(o, "\n### Latency without a reserve\n\nOne timed allocation (and its first write) at a "
+               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/fastmm.c, pool_latency; the mallocs' "
+               "blocks are freed between runs, so their later runs reuse memory). khl_pool "
+               "pre-faults the chunks of classes of at least 1024 blocks when it takes them; "
+               "khl_pool_lazy (lazy_pages = 1) faults each page at its first write, as the pool "
+               "did before. chunk_take: median ns of the calls that took a chunk.\n\n"
+               "| sizes | allocator | p50 | p99 | p99.9 | max | calls > 100 µs | chunk_take |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (int l = 0; l < 2; ++l)
+        for (int a = 0; a < 7; ++a) {
+            if (isnan(val("pool_latency", "pool", layouts[l], who[a], -1, "p50_ns")))
+                continue;
+            fprintf(o, "| %s | %s |", layouts[l], who[a]);
+            for (int m = 0; m < 6; ++m)
+                cell(o, val("pool_latency", "pool", layouts[l], who[a], -1, metrics[m]), "%.0f");
+            fputc('\n', o);
+        }
 }
 
 /* Where the FastMM loop's time goes: what each contender adds, per
@@ -969,6 +1010,7 @@ int main(int argc, char **argv)
     mruby_section(o);
     fprintf(o, "\n## The seeds, reproduced\n");
     seeds_side_by_side(o);
+    pool_latency_section(o);
     fprintf(o, "\n### Every seed measurement\n");
     dump(o, "seed_");
     fprintf(o, "\n## Machine and build\n\n```\n");

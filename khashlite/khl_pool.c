@@ -61,6 +61,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->mask = (uintptr_t)chunk - 1;
     p->page = page > 0 ? (size_t)page : 4096;
     p->limit = o.limit_bytes;
+    p->prefault = !o.lazy_pages;
     p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
     if (o.backing)
         p->backing = *o.backing;

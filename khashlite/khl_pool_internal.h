@@ -206,6 +206,7 @@ struct khl_pool {
      * thread's cache (locked paths, and the counts of exited threads). */
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
+    int prefault;                 /* 1 unless lazy_pages (see chunk_new) */
     size_t limit;                 /* limit_bytes; 0: none */
     size_t phys;                  /* physical memory, SIZE_MAX when unknown */
     khl_allocator_t backing;      /* fn NULL: mmap */
@@ -426,6 +427,7 @@ KHL_I_HIDDEN chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kin
 KHL_I_HIDDEN void khl_i_frame_adopt(khl_pool_t *p, chunk_t *k);
 KHL_I_HIDDEN chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind);
 KHL_I_HIDDEN void khl_i_frame_release(khl_pool_t *p, chunk_t *k);
+KHL_I_HIDDEN int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k);
 
 /* khl_pool_class.c: classes, reserve, trim, the locked paths */
 

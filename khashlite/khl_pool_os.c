@@ -7,6 +7,7 @@
 
 #include "khl_pool_internal.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 /* What a frame of `bytes` keeps of the system's memory (its raw_size, what
@@ -17,6 +18,32 @@ size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes)
     if (p->backing.fn)
         return bytes > SIZE_MAX - align ? 0 : bytes + align - GRAIN;
     return bytes > SIZE_MAX - align - p->page ? 0 : (size_t)align_up(bytes, p->page);
+}
+
+/* Faults a mapped frame's pages in now, in one call, so that the
+ * allocations that bump through it never stop on a page fault.  On the
+ * machine measured (a VM) a page's first write traps into the kernel for
+ * about 2.5 us; MADV_POPULATE_WRITE maps the pages in one system call for
+ * about 1.9 us each (60 us for a 128 KiB chunk).  Kernels before 5.14 do
+ * not know it: the pages are then touched one by one.  A backing
+ * allocator's memory is left as it gives it.  -1 when the memory cannot be
+ * had: the caller gives the frame back and fails, as when mmap fails,
+ * instead of a later write faulting. */
+int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k)
+{
+    volatile char *q;
+    char *a = (char *)k->raw;
+    if (p->backing.fn)
+        return 0;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(a, k->raw_size, MADV_POPULATE_WRITE) == 0)
+        return 0;
+    if (errno == ENOMEM)
+        return -1;
+#endif
+    for (q = a; q < (volatile char *)(a + k->raw_size); q += p->page)
+        *q = 0;
+    return 0;
 }
 
 /* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
