@@ -14,6 +14,9 @@
  *   khl_pool_direct   the same calls made directly from a file compiled
  *       without LTO (fastmm_direct.c): a program linking libkhashlite.a the
  *       ordinary way.
+ *   khl_pool_header   the same file, calling khl_pool_alloc_inline and
+ *       khl_pool_free_inline (khl_pool_inline.h): the inline fast paths a
+ *       program gets by including a header, without LTO.
  *   khl_pool_inline   the same calls with the pool's fast paths inlined
  *       into the loop, as the post's FixedAlloc was into its own: this
  *       binary is linked with -flto against the library's sources (bench.mk)
@@ -32,8 +35,8 @@
  * Layouts: "10000x100B" is the loop as published (the blocks are never
  * touched); "10000x100B+write" writes one byte in each block, as a program
  * would.  Rows per contender and layout (n = rounds): seconds (median, min,
- * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct
- * and ratio_to_khl_pool_inline: its time over that pool's in the same
+ * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct,
+ * ratio_to_khl_pool_header and ratio_to_khl_pool_inline: its time over that pool's in the same
  * repetition (median, min, max). */
 #define _GNU_SOURCE
 #include "alloc.h"
@@ -148,7 +151,7 @@ __attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, 
 
 /* --- contenders ------------------------------------------------------------- */
 
-enum { N_LAYOUTS = 2, MAX_CONTENDERS = 11 };
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 12 };
 static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
 
 typedef struct contender {
@@ -158,7 +161,7 @@ typedef struct contender {
     khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
 } contender_t;
 
-enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
 
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
@@ -200,6 +203,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
     static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
         {fm_pool_called_published, fm_pool_called_write},
         {fastmm_direct_published, fastmm_direct_write},
+        {fastmm_header_published, fastmm_header_write},
         {fm_pool_inline_published, fm_pool_inline_write},
         {fm_pool_unsized_published, fm_pool_unsized_write},
         {fm_pool_called_published, fm_pool_called_write},
@@ -210,7 +214,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
         return -1;
     *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
     add(cs, name, runs[kind][0], runs[kind][1],
-        kind == POOL_DIRECT || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
+        kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
     return 0;
 }
 
@@ -248,6 +252,7 @@ static int open_all(contenders_t *cs)
     add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
     add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
     if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
+        add_pool(cs, "khl_pool_header", POOL_HEADER) ||
         add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
         add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
         add_mutex(cs))
@@ -310,7 +315,7 @@ static int measure_all(const bench_opts_t *o, contenders_t *cs, int rounds, int 
 
 static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int reps, const double *t)
 {
-    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_inline"};
+    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_header", "khl_pool_inline"};
     double *v = malloc((size_t)reps * sizeof *v);
     if (!v)
         return;
@@ -320,7 +325,7 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
             memcpy(v, mine, (size_t)reps * sizeof *v);
             bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, "seconds",
                       bench_summarise(v, reps));
-            for (int a = 0; a < 3; ++a) {
+            for (int a = 0; a < 4; ++a) {
                 int p = pool_index(cs, against[a]);
                 char metric[48];
                 if (p < 0 || p == c)

@@ -256,10 +256,10 @@ static void targets(FILE *o)
     }
     /* The FastMM loop as published, ratios paired repetition by repetition
      * in one process (bench/fastmm.c). */
-    static const char *const fm_pools[] = {"khl_pool", "khl_pool_inline"};
+    static const char *const fm_pools[] = {"khl_pool", "khl_pool_header", "khl_pool_inline"};
     static const char *const fm_rivals[] = {"glibc", "tcmalloc", "mimalloc"};
     static const double fm_want[] = {2.5, 1.5, 1.5};
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < 3; ++p)
         for (int m = 0; m < 3; ++m) {
             char what[96], metric[48];
             snprintf(what, sizeof what, "FastMM loop: %s / %s (paired)", fm_rivals[m], fm_pools[p]);
@@ -326,8 +326,8 @@ static void pool_latency_section(FILE *o)
  * allocate/free pair, to the loop with no allocator at all. */
 static void fastmm_explained(FILE *o)
 {
-    static const char *const who[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "mimalloc",
-                                      "tcmalloc", "glibc"};
+    static const char *const who[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
+                                      "mimalloc", "tcmalloc", "glibc"};
     const row_t *fp = find("seed_fastmm", "seed", FASTMM_PUBLISHED, "floor", -1, "seconds");
     if (!fp || fp->n <= 0)
         return;
@@ -336,7 +336,7 @@ static void fastmm_explained(FILE *o)
                                                      "seconds");
     fprintf(o, "- **The FastMM loop.** Per allocate/free pair above the no-allocator floor "
                "(as published / one byte written):");
-    for (int i = 0; i < 6; ++i) {
+    for (int i = 0; i < 7; ++i) {
         double a = val("seed_fastmm", "seed", FASTMM_PUBLISHED, who[i], -1, "seconds");
         double b = val("seed_fastmm", "seed", FASTMM_WRITE, who[i], -1, "seconds");
         fprintf(o, "%s %s %.1f / %.1f ns", i ? "," : "", who[i], (a - floor_pub) / pairs * 1e9,
@@ -436,10 +436,10 @@ static void seeds_side_by_side(FILE *o)
     static const char *pub_fm[][2] = {{"FixedAlloc pool", "0.0806"}, {"FastMM", "0.14"},
                                       {"FastMM, multithread mode", "0.41"},
                                       {"FastMM + critical section", "0.71"}, {"VC2008 malloc", "3.854"}};
-    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "khl_pool_unsized",
-                                    "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc", "jemalloc",
-                                    "mimalloc", "floor"};
-    for (int i = 0; i < 11; ++i) {
+    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
+                                    "khl_pool_unsized", "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc",
+                                    "jemalloc", "mimalloc", "floor"};
+    for (int i = 0; i < 12; ++i) {
         fprintf(o, "| %s | %s | %s |", i < 5 ? pub_fm[i][0] : "", i < 5 ? pub_fm[i][1] : "", ours_fm[i]);
         cell(o, seed_val("seed_fastmm", FASTMM_PUBLISHED, ours_fm[i], -1, "seconds"), "%.3f");
         cell(o, seed_val("seed_fastmm", FASTMM_WRITE, ours_fm[i], -1, "seconds"), "%.3f");
@@ -454,7 +454,8 @@ static void seeds_side_by_side(FILE *o)
     double mutex = seed_val("seed_fastmm", FASTMM_PUBLISHED, "khl_pool_mutex", -1, "seconds");
     fprintf(o, "\n`floor` hands out blocks from one array and frees nothing: the loop with no "
                "allocator. `khl_pool_inline` has the pool's fast paths inlined into the loop, as the "
-               "post's FixedAlloc was; `khl_pool_direct` calls the pool directly, as a program "
+               "post's FixedAlloc was; `khl_pool_header` has them inlined from khl_pool_inline.h, "
+               "without LTO; `khl_pool_direct` calls the pool directly, as a program "
                "linking the library without LTO does; every other contender is called through a "
                "pointer, as a shared library's malloc is.\n");
     fprintf(o, "\n- \"A fixed-size pool beats the general-purpose allocators\": %s with the pool "

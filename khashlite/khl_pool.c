@@ -55,10 +55,11 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->self_bytes = bytes;
     p->flags = (o.thread_safe ? F_THREADS : 0u) | (o.checked ? F_CHECKED : 0u);
     p->max_small = max_small;
-    p->plain_path_max = p->flags ? 0 : max_small;
-    p->cache_path_max = p->flags == F_THREADS ? max_small : 0;
+    p->hot.plain_path_max = p->flags ? 0 : max_small;
+    p->hot.cache_path_max = p->flags == F_THREADS ? max_small : 0;
     p->chunk_bytes = chunk;
-    p->mask = (uintptr_t)chunk - 1;
+    p->hot.mask = (uintptr_t)chunk - 1;
+    p->hot.classes = p->cls;
     p->page = page > 0 ? (size_t)page : 4096;
     p->limit = o.limit_bytes;
     p->prefault = !o.lazy_pages;
@@ -121,30 +122,13 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
     khl_i_locked_free(p, ptr, n, "khl_pool_free");
 }
 
+/* The plain path is khl_pool_inline.h's, so a program's inlined calls and
+ * the library's own take the same steps. */
 void *khl_pool_alloc(khl_pool_t *p, size_t n)
 {
-    if (KHL_LIKELY(n - 1 < p->plain_path_max)) {
-        cls_t *c = &p->cls[class_of(n)];
-        void **top = c->top, **base = c->base, *b;
-        if (KHL_LIKELY(top != base)) {
-            b = *--top;
-            c->top = top;
-            /* The caller's first write to the next block will not miss. */
-            if (KHL_LIKELY(top != base))
-                PREFETCH_W(top[-1]);
-        } else if (base != c->root) {
-            b = cls_pop_bundle(c);
-        } else if (KHL_LIKELY(c->bump != c->end)) {
-            b = c->bump;
-            c->bump += c->size;
-        } else {
-            return khl_i_locked_alloc(p, n);
-        }
-        c->allocs++;
-        note_alloc(p, c->size);
-        return b;
-    }
-    if (n - 1 < p->cache_path_max)
+    if (KHL_LIKELY(n - 1 < p->hot.plain_path_max))
+        return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, khl_i_locked_alloc);
+    if (n - 1 < p->hot.cache_path_max)
         return ts_alloc(p, n);
     return khl_i_locked_alloc(p, n);
 }
@@ -160,23 +144,15 @@ void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n)
     return b;
 }
 
-/* A small block back to class c, on a pool whose calls take the fast path. */
-static inline void fast_free(khl_pool_t *p, cls_t *c, void *ptr)
-{
-    cls_push(c, ptr);
-    c->frees++;
-    p->in_use -= c->size;
-}
-
 void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
     if (!ptr)
         return;
-    if (KHL_LIKELY(n - 1 < p->plain_path_max)) {
-        fast_free(p, &p->cls[class_of(n)], ptr);
+    if (KHL_LIKELY(n - 1 < p->hot.plain_path_max)) {
+        khl_pool_i_plain_free(&p->hot, &p->cls[class_of(n)], ptr);
         return;
     }
-    if (n - 1 < p->cache_path_max)
+    if (n - 1 < p->hot.cache_path_max)
         ts_free(p, ptr, class_of(n));
     else
         free_other(p, ptr, n);
@@ -189,13 +165,13 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
         return;
     /* A checked pool must not read the header before it knows the frame is
      * its own, so only unchecked pools look at it here. */
-    if (KHL_LIKELY(p->plain_path_max != 0)) {
+    if (KHL_LIKELY(p->hot.plain_path_max != 0)) {
         k = chunk_of(p, ptr);
         if (KHL_LIKELY(k->kind == KIND_SMALL_PLAIN)) {
-            fast_free(p, &p->cls[k->cls], ptr);
+            khl_pool_i_plain_free(&p->hot, &p->cls[k->cls], ptr);
             return;
         }
-    } else if (p->cache_path_max && (k = chunk_of(p, ptr))->kind == KIND_SMALL_GUARDED) {
+    } else if (p->hot.cache_path_max && (k = chunk_of(p, ptr))->kind == KIND_SMALL_GUARDED) {
         ts_free(p, ptr, k->cls);
         return;
     }
@@ -208,9 +184,9 @@ static int large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
     if (nsize <= p->max_small || nsize > k->cap || nsize < k->size / 2)
         return 0;
     lock(p);
-    p->in_use = p->in_use - k->size + nsize;
-    if (p->in_use > p->peak)
-        p->peak = p->in_use;
+    p->hot.in_use = p->hot.in_use - k->size + nsize;
+    if (p->hot.in_use > p->hot.peak)
+        p->hot.peak = p->hot.in_use;
     k->size = nsize;
     unlock(p);
     return 1;
@@ -333,7 +309,7 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
     const thread_cache_t *e;
     memset(s, 0, sizeof *s);
     lock(p);
-    s->in_use_bytes = p->in_use;
+    s->in_use_bytes = p->hot.in_use;
     s->allocs = p->large_allocs;
     s->frees = p->large_frees;
     if (p->flags & F_THREADS) {
@@ -348,7 +324,7 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
     }
     for (e = p->threads; e; e = e->next)
         khl_i_cache_counts(p, e, &s->in_use_bytes, &s->allocs, &s->frees);
-    s->peak_bytes = p->peak > s->in_use_bytes ? p->peak : s->in_use_bytes;
+    s->peak_bytes = p->hot.peak > s->in_use_bytes ? p->hot.peak : s->in_use_bytes;
     s->system_bytes = p->system;
     s->meta_bytes = p->meta_bytes;
     s->chunks = p->nchunks;

@@ -259,4 +259,11 @@ int khl_pool_check(const khl_pool_t *p);
 }
 #endif
 
+/* Inline fast paths: define KHL_POOL_INLINE before including this header
+ * and calls of khl_pool_alloc, khl_pool_free and khl_pool_free_unsized are
+ * compiled inline (khl_pool_inline.h), without LTO. */
+#ifdef KHL_POOL_INLINE
+#include "khl_pool_inline.h"
+#endif
+
 #endif /* KHL_POOL_H */

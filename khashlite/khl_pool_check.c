@@ -154,7 +154,7 @@ static int chunks_ok(const khl_pool_t *p, unsigned ci, class_totals_t *tot, size
         const char *end = handed_out_end(p, k);
         if (++n > p->nchunks)
             return broken("class %u: chunk list longer than nchunks (%zu)", ci, p->nchunks);
-        if ((uintptr_t)k & p->mask || !khl_i_index_has(p, (uintptr_t)k))
+        if ((uintptr_t)k & p->hot.mask || !khl_i_index_has(p, (uintptr_t)k))
             return broken("class %u: chunk %p unaligned or not in the chunk index", ci, (const void *)k);
         if (k->kind != kind || k->cls != ci || k->size != c->size || k->cap != cap ||
             k->slots != (const char *)k + off)
@@ -302,10 +302,10 @@ int khl_i_check_held(const khl_pool_t *p)
     uint64_t class_bytes = 0;
     const chunk_t *k, *prev = NULL;
     unsigned ci;
-    if (p->cache_path_max != (p->flags == F_THREADS ? p->max_small : 0) ||
-        p->plain_path_max != (p->flags ? 0 : p->max_small))
-        return broken("path switches (plain %zu, cache %zu) do not match the mode", p->plain_path_max,
-                      p->cache_path_max);
+    if (p->hot.cache_path_max != (p->flags == F_THREADS ? p->max_small : 0) ||
+        p->hot.plain_path_max != (p->flags ? 0 : p->max_small) || p->hot.classes != p->cls)
+        return broken("path switches (plain %zu, cache %zu) or class array do not match the pool", p->hot.plain_path_max,
+                      p->hot.cache_path_max);
     for (ci = 0; ci < p->ncls; ci++) {
         const cls_t *c = &p->cls[ci];
         size_t handed, nfree = 0, live_before = tot.live_bits, in_cur;
@@ -331,7 +331,7 @@ int khl_i_check_held(const khl_pool_t *p)
     for (k = p->large; k; prev = k, k = k->next) {
         if (++nlarge > p->nlarge)
             return broken("large block list longer than nlarge (%zu)", p->nlarge);
-        if ((uintptr_t)k & p->mask || !khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE ||
+        if ((uintptr_t)k & p->hot.mask || !khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE ||
             k->prev != prev)
             return broken("large block frame %p unaligned, unindexed, of another kind or mislinked",
                           (const void *)k);
@@ -356,10 +356,10 @@ int khl_i_check_held(const khl_pool_t *p)
         slots_in_index += p->index[i] != 0;
     if (slots_in_index != p->index_n)
         return broken("chunk index holds %zu keys, counts %zu", slots_in_index, p->index_n);
-    if (!(p->flags & F_THREADS) && (class_bytes + large_bytes != p->in_use || p->peak < p->in_use))
-        return broken("in_use %zu (peak %zu), the classes and large blocks hold %llu", p->in_use,
-                      p->peak, (unsigned long long)(class_bytes + large_bytes));
-    return p->cache_path_max ? own_cache_ok(p) : 0;
+    if (!(p->flags & F_THREADS) && (class_bytes + large_bytes != p->hot.in_use || p->hot.peak < p->hot.in_use))
+        return broken("in_use %zu (peak %zu), the classes and large blocks hold %llu", p->hot.in_use,
+                      p->hot.peak, (unsigned long long)(class_bytes + large_bytes));
+    return p->hot.cache_path_max ? own_cache_ok(p) : 0;
 }
 
 void khl_i_check_or_die(const khl_pool_t *p)

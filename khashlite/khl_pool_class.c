@@ -421,7 +421,7 @@ static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
     chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
     if (n ? n > p->max_small : k->kind == KIND_LARGE) {
         p->large_frees++;
-        p->in_use -= k->size;
+        p->hot.in_use -= k->size;
         large_free(p, k);
         return;
     }
@@ -432,7 +432,7 @@ static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
         cls_push(c, ptr);
         c->frees++;
         p->uncached_frees++;
-        p->in_use -= c->size;
+        p->hot.in_use -= c->size;
     }
 }
 

@@ -84,7 +84,8 @@
 #ifndef KHL_POOL_INTERNAL_H
 #define KHL_POOL_INTERNAL_H
 
-#include "khl_pool.h"
+#define KHL_POOL_BUILDING_LIBRARY 1   /* keep the library's own names unmapped */
+#include "khl_pool_inline.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -105,7 +106,7 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
  * Small chunks of a plain pool carry their own kind, so that unsized free
  * knows from the header it reads anyway that the plain path may take the
  * block. */
-#define KIND_SMALL_PLAIN   0x6b686c46u   /* "khlF": small-block chunk of a plain pool */
+#define KIND_SMALL_PLAIN   KHL_POOL_I_KIND_SMALL_PLAIN   /* "khlF": small-block chunk of a plain pool */
 #define KIND_SMALL_GUARDED 0x6b686c53u   /* "khlS": small-block chunk of a thread-safe or checked pool */
 #define KIND_LARGE         0x6b686c4cu   /* "khlL": a large block's frame */
 
@@ -115,22 +116,20 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #if defined(__GNUC__) || defined(__clang__)
 #define TLS_MODEL __attribute__((tls_model("initial-exec")))
 #define NOINLINE __attribute__((noinline))
-#define PREFETCH_W(a) __builtin_prefetch((a), 1)
 #define KHL_I_HIDDEN __attribute__((visibility("hidden")))
 #else
-#define PREFETCH_W(a) ((void)(a))
 #define TLS_MODEL
 #define NOINLINE
 #define KHL_I_HIDDEN
 #endif
 
 /* The header at the aligned start of every chunk and large block. */
-typedef struct chunk {
-    uint32_t kind, cls;
+typedef struct khl_pool_chunk {
+    uint32_t kind, cls;           /* khl_pool_frame_head_t */
     void *raw;                    /* what the system gave, and its size: */
     size_t raw_size;              /* passed back verbatim on release */
-    struct chunk *prev, *next;    /* the class's chunks, or the large blocks */
-    struct chunk *fresh_next;     /* reserved chunks nobody has bumped into */
+    struct khl_pool_chunk *prev, *next; /* the class's chunks, or the large blocks */
+    struct khl_pool_chunk *fresh_next;     /* reserved chunks nobody has bumped into */
     char *slots;                  /* first slot */
     char *bump;                   /* first never-used slot, while not current */
     size_t size;                  /* slot size; a large block's size */
@@ -144,60 +143,19 @@ typedef struct chunk {
  * first slot: the header rounded up to GRAIN. */
 #define FRAME_HEADER_BYTES (((sizeof(chunk_t)) + GRAIN - 1) & ~(GRAIN - 1))
 
-/* Entries of the bundle every class has in its own record (see cls_t). */
-#define ROOT_ENTRIES 8
+#define ROOT_ENTRIES KHL_POOL_I_ROOT_ENTRIES
+KHL_STATIC_ASSERT(offsetof(chunk_t, kind) == offsetof(khl_pool_frame_head_t, kind) &&
+                  offsetof(chunk_t, cls) == offsetof(khl_pool_frame_head_t, cls),
+                  "a chunk header starts as khl_pool_inline.h reads it");
 
-/* The fields the fast path touches come first and share one cache line.
- *
- * A class's free blocks are kept in bundles: arrays of pointers to free
- * blocks of the class.  The first bundle, the root, is an array in the
- * class record; every other is a free block whose first word links to the
- * bundle below it (NULL: the root).  Only the current bundle (entries
- * base..lim, filled up to top) may be partly filled; those below are full.
- * Free stores the block above top, and when the bundle is full makes the
- * block the new current bundle; allocation takes the entry below top, and
- * when a block bundle is empty hands out the bundle block itself.  So
- * neither touches the block it hands out or takes back (a list threaded
- * through the blocks writes into each freed block and reads each one it
- * allocates: a cache miss each when they are cold), allocation knows the
- * next block in advance and prefetches it for the caller's first write, and
- * a block freed and allocated in turn only moves top in the root.  Bundles
- * cost no memory: they are free blocks. */
-typedef struct cls {
-    /* top, base and lim are stored together and loaded one by one: they are
-     * not neighbours, or the compiler merges their stores into one vector
-     * store from which the next call's loads cannot be forwarded. */
-    _Alignas(64) void **top;      /* next unused entry of the current bundle */
-    char *bump;                   /* never-used slots of `cur`, up to end */
-    void **base;                  /* first entry of the current bundle */
-    char *end;
-    void **lim;                   /* one past its last entry */
-    size_t size;
-    /* Blocks that left and came back to this class: the number of free
-     * blocks follows from them (cls_nfree), and in a single-threaded pool
-     * the reserve left (cls_reserved). */
-    uint64_t allocs, frees;
-    uint64_t reserve_until;       /* reserve holds until cls_user_allocs reaches this; 0: none */
-    uint64_t ts_allocs;           /* thread-safe: callers' allocations no live thread record counts */
-    size_t carved;                /* slots ever bumped, in chunks other than cur */
-    chunk_t *cur;
-    chunk_t *fresh;               /* chunks with all slots never used */
-    void *batches;                /* thread-safe: flushed chains of exited threads */
-    size_t fresh_slots;
-    chunk_t *chunks;
-    size_t batch;                 /* thread caches move this many at a time */
-    size_t refills;
-    size_t bundle_cap;            /* entries per block bundle: a block's words but the link */
-    void *root[ROOT_ENTRIES];     /* the root bundle */
-} cls_t;
+/* A size class's record and its bundles of free blocks: khl_pool_inline.h,
+ * where the inline fast paths read them. */
+typedef khl_pool_class_t cls_t;
 
 typedef struct thread_cache thread_cache_t;
 
 struct khl_pool {
-    size_t plain_path_max;        /* max_small in plain mode, else 0 (see Names above) */
-    size_t cache_path_max;        /* max_small in thread-cached mode, else 0 */
-    uintptr_t mask;               /* chunk_bytes - 1 */
-    size_t in_use, peak;
+    khl_pool_head_t hot;          /* path switches (see Names above), mask, classes, in_use, peak */
     uint64_t gen;                 /* tells a pool from an earlier one at the same address */
     unsigned flags;
     size_t max_small;
@@ -256,28 +214,9 @@ struct thread_cache {
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */
 
-static inline unsigned floor_log2(size_t x)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return (unsigned)(sizeof(unsigned long long) * CHAR_BIT - 1) -
-           (unsigned)__builtin_clzll((unsigned long long)x);
-#else
-    unsigned r = 0;
-    while (x >>= 1)
-        r++;
-    return r;
-#endif
-}
-
-/* 16-byte steps to 128, then 4 classes per doubling: arithmetic, no table. */
 static inline unsigned class_of(size_t n)
 {
-    size_t m = n - 1;
-    unsigned g;
-    if (n <= 128)
-        return (unsigned)(m >> 4);
-    g = floor_log2(m);
-    return 8u + (g - 7u) * 4u + (unsigned)((m >> (g - 2u)) & 3u);
+    return khl_pool_i_class_of(n);
 }
 
 static inline size_t class_size(unsigned c)
@@ -296,7 +235,7 @@ static inline uintptr_t align_up(uintptr_t x, uintptr_t a)
 
 static inline chunk_t *chunk_of(const khl_pool_t *p, const void *ptr)
 {
-    return (chunk_t *)((uintptr_t)ptr & ~p->mask);
+    return (chunk_t *)((uintptr_t)ptr & ~p->hot.mask);
 }
 
 static inline void lock(const khl_pool_t *p)
@@ -313,9 +252,9 @@ static inline void unlock(const khl_pool_t *p)
 
 static inline void note_alloc(khl_pool_t *p, size_t bytes)
 {
-    p->in_use += bytes;
-    if (p->in_use > p->peak)
-        p->peak = p->in_use;
+    p->hot.in_use += bytes;
+    if (p->hot.in_use > p->hot.peak)
+        p->hot.peak = p->hot.in_use;
 }
 
 /* 1 when the pool may take `cost` more bytes from the system. */
@@ -349,34 +288,12 @@ static inline void cls_bundles_init(cls_t *c)
 
 static inline void cls_push(cls_t *c, void *b)
 {
-    if (KHL_LIKELY(c->top != c->lim)) {
-        *c->top++ = b;
-    } else {
-        /* The current bundle is full: b becomes the current one. */
-        *(void **)b = c->base == c->root ? NULL : (void *)(c->base - 1);
-        c->base = c->top = (void **)b + 1;
-        c->lim = c->base + c->bundle_cap;
-    }
+    khl_pool_i_push(c, b);
 }
 
-/* Called when the current bundle has no entry left: the bundle block itself
- * (the bundle below becomes current), NULL when the current bundle is the
- * root, that is when there is no free block. */
 static inline void *cls_pop_bundle(cls_t *c)
 {
-    void **bundle, **next;
-    if (c->base == c->root)
-        return NULL;
-    bundle = c->base - 1;
-    next = (void **)bundle[0];
-    if (next) {
-        c->base = next + 1;
-        c->top = c->lim = c->base + c->bundle_cap;
-    } else {
-        c->base = c->root;
-        c->top = c->lim = c->root + ROOT_ENTRIES;
-    }
-    return bundle;
+    return khl_pool_i_pop_bundle(c);
 }
 
 static inline void *cls_pop_free(cls_t *c)

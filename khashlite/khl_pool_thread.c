@@ -51,13 +51,13 @@ uint64_t khl_i_caches_allocs(const khl_pool_t *p, unsigned ci)
 /* Exact in a quiet pool; sampled (lock held) at refills. */
 void khl_i_sample_peak(khl_pool_t *p)
 {
-    size_t s = p->in_use;
+    size_t s = p->hot.in_use;
     uint64_t a = 0, f = 0;
     const thread_cache_t *e;
     for (e = p->threads; e; e = e->next)
         khl_i_cache_counts(p, e, &s, &a, &f);
-    if (s > p->peak)
-        p->peak = s;
+    if (s > p->hot.peak)
+        p->hot.peak = s;
 }
 
 /* A flushed batch of class ci (lock held): from the caller's own stash
@@ -116,7 +116,7 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
 /* The calling thread's record for p, or NULL. */
 thread_cache_t *khl_i_own_cache(const khl_pool_t *p)
 {
-    thread_cache_t *e = p->cache_path_max ? my_caches : NULL;
+    thread_cache_t *e = p->hot.cache_path_max ? my_caches : NULL;
     while (e && !(e->pool == p && e->gen == p->gen))
         e = e->tl_next;
     return e;
@@ -127,7 +127,7 @@ static void cache_drain(khl_pool_t *p, thread_cache_t *e)
 {
     unsigned i;
     khl_i_cache_return_blocks(p, e);
-    khl_i_cache_counts(p, e, &p->in_use, &p->uncached_allocs, &p->uncached_frees);
+    khl_i_cache_counts(p, e, &p->hot.in_use, &p->uncached_allocs, &p->uncached_frees);
     for (i = 0; i < p->ncls; i++)
         p->cls[i].ts_allocs += atomic_load_explicit(&e->c[i].allocs, memory_order_relaxed);
     if (e->prev)
