@@ -6,6 +6,8 @@
  * ===========================================================================
  * Files
  *
+ *   khl_pool_inline.h    (public) the first cache line of a pool, the class
+ *                        record and the plain pools' inline fast paths
  *   khl_pool_internal.h  this: types, invariants, inline helpers
  *   khl_pool_os.c        system memory (mmap or `backing`) and the chunk index
  *   khl_pool_class.c     chunks, size classes, bundles, bump, reserve, trim,
@@ -31,7 +33,7 @@
  *
  * A pool runs in one of three modes, fixed at khl_pool_new:
  *   plain         neither thread_safe nor checked: small calls run the
- *                 inline paths of khl_pool.c on the class records directly.
+ *                 inline paths of khl_pool_inline.h on the class records.
  *   thread-cached thread_safe, not checked: small calls run ts_* on the
  *                 calling thread's cache; misses take the lock.
  *   checked       checked (thread-safe or not): every call is a locked_*
