@@ -205,7 +205,7 @@ deps:
 
 install: $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/include/khashlite $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/khashlite/
+	install -m 644 $(filter-out %_internal.h,$(HEADERS)) $(DESTDIR)$(PREFIX)/include/khashlite/
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define KHL_VERSION "\(.*\)"/\1/p' khashlite/khashlite.h)|' \
 	    mk/khashlite.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/khashlite.pc

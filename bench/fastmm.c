@@ -14,6 +14,9 @@
  *   khl_pool_direct   the same calls made directly from a file compiled
  *       without LTO (fastmm_direct.c): a program linking libkhashlite.a the
  *       ordinary way.
+ *   khl_pool_header   the same file, calling khl_pool_alloc_inline and
+ *       khl_pool_free_inline (khl_pool_inline.h): the inline fast paths a
+ *       program gets by including a header, without LTO.
  *   khl_pool_inline   the same calls with the pool's fast paths inlined
  *       into the loop, as the post's FixedAlloc was into its own: this
  *       binary is linked with -flto against the library's sources (bench.mk)
@@ -32,8 +35,8 @@
  * Layouts: "10000x100B" is the loop as published (the blocks are never
  * touched); "10000x100B+write" writes one byte in each block, as a program
  * would.  Rows per contender and layout (n = rounds): seconds (median, min,
- * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct
- * and ratio_to_khl_pool_inline: its time over that pool's in the same
+ * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct,
+ * ratio_to_khl_pool_header and ratio_to_khl_pool_inline: its time over that pool's in the same
  * repetition (median, min, max). */
 #define _GNU_SOURCE
 #include "alloc.h"
@@ -43,6 +46,7 @@
 #include "khashlite/khl_pool.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +151,7 @@ __attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, 
 
 /* --- contenders ------------------------------------------------------------- */
 
-enum { N_LAYOUTS = 2, MAX_CONTENDERS = 11 };
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 12 };
 static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
 
 typedef struct contender {
@@ -157,7 +161,7 @@ typedef struct contender {
     khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
 } contender_t;
 
-enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
 
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
@@ -199,6 +203,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
     static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
         {fm_pool_called_published, fm_pool_called_write},
         {fastmm_direct_published, fastmm_direct_write},
+        {fastmm_header_published, fastmm_header_write},
         {fm_pool_inline_published, fm_pool_inline_write},
         {fm_pool_unsized_published, fm_pool_unsized_write},
         {fm_pool_called_published, fm_pool_called_write},
@@ -209,7 +214,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
         return -1;
     *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
     add(cs, name, runs[kind][0], runs[kind][1],
-        kind == POOL_DIRECT || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
+        kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
     return 0;
 }
 
@@ -247,6 +252,7 @@ static int open_all(contenders_t *cs)
     add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
     add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
     if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
+        add_pool(cs, "khl_pool_header", POOL_HEADER) ||
         add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
         add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
         add_mutex(cs))
@@ -309,7 +315,7 @@ static int measure_all(const bench_opts_t *o, contenders_t *cs, int rounds, int 
 
 static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int reps, const double *t)
 {
-    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_inline"};
+    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_header", "khl_pool_inline"};
     double *v = malloc((size_t)reps * sizeof *v);
     if (!v)
         return;
@@ -319,7 +325,7 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
             memcpy(v, mine, (size_t)reps * sizeof *v);
             bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, "seconds",
                       bench_summarise(v, reps));
-            for (int a = 0; a < 3; ++a) {
+            for (int a = 0; a < 4; ++a) {
                 int p = pool_index(cs, against[a]);
                 char metric[48];
                 if (p < 0 || p == c)
@@ -332,6 +338,162 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
             }
         }
     free(v);
+}
+
+/* --- pool_latency: one timed allocation at a time -------------------------------- */
+
+/* Issue 14's latency question: on a fresh allocator with no reserve, how
+ * long does each single allocation (and its first write, which takes the
+ * page fault if there is one) take?  200,000 allocations of 100 B, and of
+ * sizes drawn uniformly from 16 B to 4 KiB (one fixed sequence for every
+ * contender), each run on a new pool, the mallocs' blocks freed between
+ * runs.  khl_pool pre-faults each chunk it takes (the default);
+ * khl_pool_lazy has lazy_pages = 1, each page faulted by its first write,
+ * as before; khl_pool_reserved reserved the 100 B blocks first (untimed).
+ * Rows (workload pool_latency, table pool, n = calls): p50_ns, p99_ns,
+ * p999_ns, max_ns, calls_over_100us, and for the pools chunk_take_ns, the
+ * median time of the calls that took a chunk from the system (what
+ * pre-faulting a chunk costs, in one call).  Median, min and max over
+ * runs; contenders interleaved run by run. */
+
+enum { LAT_LAYOUTS = 2, LAT_MAX = 8 };
+static const char *const lat_layout[LAT_LAYOUTS] = {"100B", "16B-4KiB"};
+enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_LAZY, LAT_POOL_RESERVED };
+enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_METRICS };
+static const char *const lat_metric[LAT_METRICS] = {"p50_ns", "p99_ns", "p999_ns", "max_ns",
+                                                     "calls_over_100us", "chunk_take_ns"};
+
+typedef struct lat_rival {
+    const char *name;
+    const libc_like_t *libc;  /* LAT_MALLOC */
+    enum lat_pool kind;
+} lat_rival_t;
+
+typedef struct lat_work {
+    long count;
+    size_t *size[LAT_LAYOUTS];
+    uint32_t *ns, *chunk_ns;
+    void **ptr;
+} lat_work_t;
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(const uint32_t *sorted, long n, double q)
+{
+    return n ? sorted[(long)((double)(n - 1) * q)] : NAN;
+}
+
+/* One run of rival r on layout l; fills m[LAT_METRICS].  -1 on failure. */
+static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
+{
+    khl_pool_t *p = NULL;
+    khl_pool_stats_t st;
+    size_t chunks = 0;
+    long taken = 0, over = 0;
+    if (r->kind != LAT_MALLOC) {
+        khl_pool_options_t opt;
+        memset(&opt, 0, sizeof opt);
+        opt.lazy_pages = r->kind == LAT_POOL_LAZY;
+        if (!(p = khl_pool_new(&opt)) ||
+            (r->kind == LAT_POOL_RESERVED && khl_pool_reserve(p, 100, (size_t)w->count) != 0)) {
+            khl_pool_destroy(p);
+            return -1;
+        }
+        khl_pool_stats(p, &st);
+        chunks = st.chunks;
+    }
+    for (long i = 0; i < w->count; ++i) {
+        size_t n = w->size[l][i];
+        uint64_t t0 = bench_now_ns();
+        void *q = p ? opaque_alloc(p, n) : r->libc->malloc(n);
+        if (q)
+            *(volatile char *)q = 1;
+        uint64_t d = bench_now_ns() - t0;
+        w->ptr[i] = q;
+        w->ns[i] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+        over += d > 100000;
+        if (!q) {
+            w->count = i;   /* free what was allocated, then fail */
+            break;
+        }
+        if (p) {
+            khl_pool_stats(p, &st);
+            if (st.chunks != chunks)
+                w->chunk_ns[taken++] = w->ns[i];
+            chunks = st.chunks;
+        }
+    }
+    int ok = !p || khl_pool_check(p) == 0;
+    if (p)
+        khl_pool_destroy(p);
+    else
+        for (long i = 0; i < w->count; ++i)
+            r->libc->free(w->ptr[i]);
+    qsort(w->ns, (size_t)w->count, sizeof *w->ns, cmp_u32);
+    qsort(w->chunk_ns, (size_t)taken, sizeof *w->chunk_ns, cmp_u32);
+    m[LAT_P50] = quantile(w->ns, w->count, 0.5);
+    m[LAT_P99] = quantile(w->ns, w->count, 0.99);
+    m[LAT_P999] = quantile(w->ns, w->count, 0.999);
+    m[LAT_MAXNS] = quantile(w->ns, w->count, 1.0);
+    m[LAT_OVER100] = (double)over;
+    m[LAT_CHUNK] = quantile(w->chunk_ns, taken, 0.5);
+    return ok ? 0 : -1;
+}
+
+static int run_latency(const bench_opts_t *o, const contenders_t *cs)
+{
+    lat_rival_t rv[LAT_MAX];
+    int n = 0, runs = o->reps < 3 ? 3 : o->reps, rc = 0;
+    for (int i = 0; i < cs->n; ++i)
+        if (cs->c[i].run[0] == fm_libc_like_published)
+            rv[n++] = (lat_rival_t){cs->c[i].name, cs->c[i].ctx, LAT_MALLOC};
+    rv[n++] = (lat_rival_t){"khl_pool", NULL, LAT_POOL};
+    rv[n++] = (lat_rival_t){"khl_pool_lazy", NULL, LAT_POOL_LAZY};
+    rv[n++] = (lat_rival_t){"khl_pool_reserved", NULL, LAT_POOL_RESERVED};
+    long count = o->quick ? 20000 : 200000;
+    lat_work_t w = {count, {NULL, NULL}, NULL, NULL, NULL};
+    double *m = malloc((size_t)(LAT_LAYOUTS * n * runs * LAT_METRICS) * sizeof *m), v[64];
+    w.size[0] = malloc((size_t)count * sizeof(size_t));
+    w.size[1] = malloc((size_t)count * sizeof(size_t));
+    w.ns = malloc((size_t)count * sizeof *w.ns);
+    w.chunk_ns = malloc((size_t)count * sizeof *w.chunk_ns);
+    w.ptr = malloc((size_t)count * sizeof *w.ptr);
+    if (!m || !w.size[0] || !w.size[1] || !w.ns || !w.chunk_ns || !w.ptr || runs > 64)
+        rc = -1;
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (long i = 0; rc == 0 && i < count; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        w.size[0][i] = 100;
+        w.size[1][i] = 16 + (size_t)(x % (4096 - 16 + 1));
+    }
+    for (int r = 0, step = 0; rc == 0 && r < runs; ++r)
+        for (int k = 0; rc == 0 && k < LAT_LAYOUTS * n; ++k, ++step) {
+            int j = (k + r) % (LAT_LAYOUTS * n), l = j / n, c = j % n;
+            if (rv[c].kind == LAT_POOL_RESERVED && l != 0)
+                continue;   /* a reserve is for one size class */
+            bench_progress("pool_latency", step, runs * LAT_LAYOUTS * n);
+            w.count = count;
+            rc = lat_run(&rv[c], l, &w, &m[((l * n + c) * runs + r) * LAT_METRICS]);
+        }
+    for (int l = 0; rc == 0 && l < LAT_LAYOUTS; ++l)
+        for (int c = 0; c < n; ++c)
+            for (int k = 0; k < LAT_METRICS; ++k) {
+                if ((rv[c].kind == LAT_POOL_RESERVED && l != 0) || (k == LAT_CHUNK && rv[c].kind == LAT_MALLOC))
+                    continue;
+                int got = 0;
+                for (int r = 0; r < runs; ++r)
+                    if (!isnan(v[got] = m[((l * n + c) * runs + r) * LAT_METRICS + k]))
+                        got++;
+                if (got)
+                    bench_row(o, "pool_latency", "pool", lat_layout[l], rv[c].name, count, lat_metric[k],
+                              bench_summarise(v, got));
+            }
+    free(m), free(w.size[0]), free(w.size[1]), free(w.ns), free(w.chunk_ns), free(w.ptr);
+    return rc;
 }
 
 /* jemalloc's library keeps its thread state in initial-exec TLS, which
@@ -362,19 +524,18 @@ int main(int argc, char **argv)
                 "mimalloc, khl_pool (called and inlined) and a no-allocator floor in one "
                 "process, interleaved.",
                 NULL, 0);
-    if (!bench_wanted(&o, "seed_fastmm"))
-        return 0;
     /* More repetitions than the other programs: the point is the paired
      * ratios, and each repetition is short. */
     int rounds = o.quick ? 20 : 1000, reps = 2 * o.reps + 1, rc = -1;
     double *t = NULL;
     if (open_all(&cs) == 0 && (t = malloc((size_t)(N_LAYOUTS * cs.n * reps) * sizeof *t)) != NULL &&
-        measure_all(&o, &cs, rounds, reps, t) == 0) {
-        emit(&o, &cs, rounds, reps, t);
-        rc = 0;
+        (!bench_wanted(&o, "seed_fastmm") || measure_all(&o, &cs, rounds, reps, t) == 0)) {
+        if (bench_wanted(&o, "seed_fastmm"))
+            emit(&o, &cs, rounds, reps, t);
+        rc = bench_wanted(&o, "pool_latency") ? run_latency(&o, &cs) : 0;
     }
     if (rc != 0)
-        fprintf(stderr, "%s: seed_fastmm failed (out of memory?)\n", argv[0]);
+        fprintf(stderr, "%s: seed_fastmm or pool_latency failed (out of memory?)\n", argv[0]);
     close_all(&cs);
     free(t);
     if (o.out != stdout)

@@ -1,19 +1,37 @@
-/* fastmm_direct.c: seed_fastmm's khl_pool_direct loops.  Compiled without
- * -flto (bench.mk), unlike the rest of khl-bench-fastmm, so the compiler
- * cannot see the pool's code from here: the calls stay direct calls, as in
- * a program that links libkhashlite.a the ordinary way. */
+/* fastmm_direct.c: seed_fastmm's khl_pool_direct and khl_pool_header
+ * loops.  Compiled without -flto (bench.mk), unlike the rest of
+ * khl-bench-fastmm, so the compiler cannot see the library's code from
+ * here: khl_pool_direct's calls stay direct calls, as in a program that
+ * links libkhashlite.a the ordinary way, and khl_pool_header's are the
+ * inline fast paths of khl_pool_inline.h, which such a program gets by
+ * including a header. */
 #include "fastmm_direct.h"
 #include "fastmm_loop.h"
+#include "khashlite/khl_pool_inline.h"
 
-DEFINE_FASTMM(direct_published, fastmm_pool_alloc, fastmm_pool_free, 0)
-DEFINE_FASTMM(direct_write, fastmm_pool_alloc, fastmm_pool_free, 1)
-
-int fastmm_direct_published(void *pool, void **ptr, int rounds)
+static inline void *header_alloc(void *c, size_t n)
 {
-    return direct_published(pool, ptr, rounds);
+    return khl_pool_alloc_inline((khl_pool_t *)c, n);
 }
 
-int fastmm_direct_write(void *pool, void **ptr, int rounds)
+static inline void header_free(void *c, void *ptr, size_t n)
 {
-    return direct_write(pool, ptr, rounds);
+    khl_pool_free_inline((khl_pool_t *)c, ptr, n);
 }
+
+/* Both layouts' loops for one adapter, under the names fastmm_direct.h
+ * declares. */
+#define FASTMM_EXPORT(NAME, ALLOC, FREE)                                    \
+    DEFINE_FASTMM(NAME##_published, ALLOC, FREE, 0)                         \
+    DEFINE_FASTMM(NAME##_write, ALLOC, FREE, 1)                             \
+    int fastmm_##NAME##_published(void *pool, void **ptr, int rounds)       \
+    {                                                                       \
+        return NAME##_published(pool, ptr, rounds);                         \
+    }                                                                       \
+    int fastmm_##NAME##_write(void *pool, void **ptr, int rounds)           \
+    {                                                                       \
+        return NAME##_write(pool, ptr, rounds);                             \
+    }
+
+FASTMM_EXPORT(direct, fastmm_pool_alloc, fastmm_pool_free)
+FASTMM_EXPORT(header, header_alloc, header_free)

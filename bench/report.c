@@ -256,10 +256,10 @@ static void targets(FILE *o)
     }
     /* The FastMM loop as published, ratios paired repetition by repetition
      * in one process (bench/fastmm.c). */
-    static const char *const fm_pools[] = {"khl_pool", "khl_pool_inline"};
+    static const char *const fm_pools[] = {"khl_pool", "khl_pool_header", "khl_pool_inline"};
     static const char *const fm_rivals[] = {"glibc", "tcmalloc", "mimalloc"};
     static const double fm_want[] = {2.5, 1.5, 1.5};
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < 3; ++p)
         for (int m = 0; m < 3; ++m) {
             char what[96], metric[48];
             snprintf(what, sizeof what, "FastMM loop: %s / %s (paired)", fm_rivals[m], fm_pools[p]);
@@ -277,16 +277,57 @@ static void targets(FILE *o)
         if (!strcmp(r->metric, "spike_indices_repeat"))
             spikes = (isnan(spikes) ? 0 : spikes) + r->median;
     }
+    /* Fresh pools without a reserve (bench/fastmm.c, pool_latency). */
+    static const char *const pl_layout[] = {"100B", "16B-4KiB"};
+    for (int l = 0; l < 2; ++l) {
+        char what[96];
+        snprintf(what, sizeof what, "latency, khl_pool unreserved, 200,000 x %s: p99.9", pl_layout[l]);
+        target(o, what, val("pool_latency", "pool", pl_layout[l], "khl_pool", -1, "p999_ns") / 1000.0, 1.0, 0,
+               " µs");
+        snprintf(what, sizeof what, "latency, khl_pool unreserved, 200,000 x %s: calls > 100 µs", pl_layout[l]);
+        target(o, what, val("pool_latency", "pool", pl_layout[l], "khl_pool", -1, "calls_over_100us"), 0, 0, "");
+    }
     target(o, "latency, khl_pool reserved: worst p99.9", worst_p999 / 1000.0, 1.0, 0, " µs");
     target(o, "latency, khl_pool reserved: calls > 100 µs at the same index in two runs", spikes, 0, 0, "");
+}
+
+/* Single allocations on fresh allocators without a reserve (issue 14):
+ * khl_pool pre-faults the chunks of small classes, khl_pool_lazy does not
+ * (the pool before), khl_pool_reserved reserved first. */
+static void pool_latency_section(FILE *o)
+{
+    static const char *const layouts[] = {"100B", "16B-4KiB"};
+    static const char *const who[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", "khl_pool",
+                                      "khl_pool_lazy", "khl_pool_reserved"};
+    static const char *const metrics[] = {"p50_ns", "p99_ns", "p999_ns", "max_ns", "calls_over_100us",
+                                          "chunk_take_ns"};
+    if (!find("pool_latency", NULL, NULL, NULL, -1, NULL))
+        return;
+    fprintf(o, "\n### Latency without a reserve\n\nOne timed allocation (and its first write) at a "
+               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/fastmm.c, pool_latency; the mallocs' "
+               "blocks are freed between runs, so their later runs reuse memory). khl_pool "
+               "pre-faults the chunks of classes of at least 1024 blocks when it takes them; "
+               "khl_pool_lazy (lazy_pages = 1) faults each page at its first write, as the pool "
+               "did before. chunk_take: median ns of the calls that took a chunk.\n\n"
+               "| sizes | allocator | p50 | p99 | p99.9 | max | calls > 100 µs | chunk_take |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (int l = 0; l < 2; ++l)
+        for (int a = 0; a < 7; ++a) {
+            if (isnan(val("pool_latency", "pool", layouts[l], who[a], -1, "p50_ns")))
+                continue;
+            fprintf(o, "| %s | %s |", layouts[l], who[a]);
+            for (int m = 0; m < 6; ++m)
+                cell(o, val("pool_latency", "pool", layouts[l], who[a], -1, metrics[m]), "%.0f");
+            fputc('\n', o);
+        }
 }
 
 /* Where the FastMM loop's time goes: what each contender adds, per
  * allocate/free pair, to the loop with no allocator at all. */
 static void fastmm_explained(FILE *o)
 {
-    static const char *const who[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "mimalloc",
-                                      "tcmalloc", "glibc"};
+    static const char *const who[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
+                                      "mimalloc", "tcmalloc", "glibc"};
     const row_t *fp = find("seed_fastmm", "seed", FASTMM_PUBLISHED, "floor", -1, "seconds");
     if (!fp || fp->n <= 0)
         return;
@@ -295,7 +336,7 @@ static void fastmm_explained(FILE *o)
                                                      "seconds");
     fprintf(o, "- **The FastMM loop.** Per allocate/free pair above the no-allocator floor "
                "(as published / one byte written):");
-    for (int i = 0; i < 6; ++i) {
+    for (int i = 0; i < 7; ++i) {
         double a = val("seed_fastmm", "seed", FASTMM_PUBLISHED, who[i], -1, "seconds");
         double b = val("seed_fastmm", "seed", FASTMM_WRITE, who[i], -1, "seconds");
         fprintf(o, "%s %s %.1f / %.1f ns", i ? "," : "", who[i], (a - floor_pub) / pairs * 1e9,
@@ -395,10 +436,10 @@ static void seeds_side_by_side(FILE *o)
     static const char *pub_fm[][2] = {{"FixedAlloc pool", "0.0806"}, {"FastMM", "0.14"},
                                       {"FastMM, multithread mode", "0.41"},
                                       {"FastMM + critical section", "0.71"}, {"VC2008 malloc", "3.854"}};
-    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_direct", "khl_pool", "khl_pool_unsized",
-                                    "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc", "jemalloc",
-                                    "mimalloc", "floor"};
-    for (int i = 0; i < 11; ++i) {
+    static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
+                                    "khl_pool_unsized", "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc",
+                                    "jemalloc", "mimalloc", "floor"};
+    for (int i = 0; i < 12; ++i) {
         fprintf(o, "| %s | %s | %s |", i < 5 ? pub_fm[i][0] : "", i < 5 ? pub_fm[i][1] : "", ours_fm[i]);
         cell(o, seed_val("seed_fastmm", FASTMM_PUBLISHED, ours_fm[i], -1, "seconds"), "%.3f");
         cell(o, seed_val("seed_fastmm", FASTMM_WRITE, ours_fm[i], -1, "seconds"), "%.3f");
@@ -413,7 +454,8 @@ static void seeds_side_by_side(FILE *o)
     double mutex = seed_val("seed_fastmm", FASTMM_PUBLISHED, "khl_pool_mutex", -1, "seconds");
     fprintf(o, "\n`floor` hands out blocks from one array and frees nothing: the loop with no "
                "allocator. `khl_pool_inline` has the pool's fast paths inlined into the loop, as the "
-               "post's FixedAlloc was; `khl_pool_direct` calls the pool directly, as a program "
+               "post's FixedAlloc was; `khl_pool_header` has them inlined from khl_pool_inline.h, "
+               "without LTO; `khl_pool_direct` calls the pool directly, as a program "
                "linking the library without LTO does; every other contender is called through a "
                "pointer, as a shared library's malloc is.\n");
     fprintf(o, "\n- \"A fixed-size pool beats the general-purpose allocators\": %s with the pool "
@@ -969,6 +1011,7 @@ int main(int argc, char **argv)
     mruby_section(o);
     fprintf(o, "\n## The seeds, reproduced\n");
     seeds_side_by_side(o);
+    pool_latency_section(o);
     fprintf(o, "\n### Every seed measurement\n");
     dump(o, "seed_");
     fprintf(o, "\n## Machine and build\n\n```\n");

@@ -11,8 +11,13 @@
  * On post 003's FastMM loop (docs/posts.md) this makes the pool 1.4-1.8x
  * faster than mimalloc, against a tie when it is called (docs/pool.md,
  * Speed).
- * Built without LTO the program runs the same, with calls.  It prints a
- * checksum and the pool's counters, which do not depend on the build. */
+ * Built without LTO the program runs the same, with calls.  Without LTO the
+ * same fast paths come inline from a header instead (khl_pool_inline.h):
+ *
+ *     cc -O2 -DKHL_POOL_INLINE -I. examples/pool_inline.c build/libkhashlite.a
+ *
+ * It prints a checksum and the pool's counters, which do not depend on the
+ * build. */
 #include <stdint.h>
 #include <stdio.h>
 

@@ -3,7 +3,8 @@
  * reserve / trim over up to 64 live blocks, on a pool whose backing
  * allocator fails when the input's trailing bytes say so.  Every block is
  * filled with a pattern derived from its slot and checked before it is freed
- * or resized, so any overlap or corruption aborts.  First byte: options
+ * or resized, so any overlap or corruption aborts, and the pool's
+ * invariants are checked (khl_pool_check) after every step.  First byte: options
  * (checked mode, thread-safe mode, small max_small and chunk_bytes). */
 #include <stdint.h>
 #include <stdio.h>
@@ -158,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         default:
             khl_pool_trim(p);
         }
+        CHECK(khl_pool_check(p) == 0);
     }
     khl_pool_stats_t s;
     khl_pool_stats(p, &s);

@@ -876,6 +876,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
             fill(live[nlive], n, nlive);
             nlive++;
         }
+        cr_assert_eq(khl_pool_check(p), 0, "%s: pool invariant broken", what);
     }
     *calls = c->calls - first;
     while (nlive) {
@@ -1290,6 +1291,8 @@ static void differential(khl_pool_t *p, unsigned long ops, uint64_t seed)
             x->p = NULL;
             live--;
         }
+        if (op % 64 == 0)
+            cr_assert_eq(khl_pool_check(p), 0, "op %lu: pool invariant broken", op);
         if (op % 4096 == 0) {
             khl_pool_stats_t st = stats_of(p);
             cr_assert_eq(st.in_use_bytes, bytes, "op %lu", op);
@@ -1306,7 +1309,9 @@ static void differential(khl_pool_t *p, unsigned long ops, uint64_t seed)
         }
     cr_assert_eq(stats_of(p).in_use_bytes, 0);
     cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+    cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_trim(p);
+    cr_assert_eq(khl_pool_check(p), 0);
     cr_assert_eq(stats_of(p).system_bytes, 0);
 }
 

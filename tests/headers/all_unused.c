@@ -2,6 +2,8 @@
  * them.  Compiled with -Werror as C11 and as C++ by `make check-headers`:
  * generated functions a file does not use must cause no warning. */
 #include "khashlite/khashlite.h"
+#define KHL_POOL_INLINE   /* the pool's inline fast paths, unused */
+#include "khashlite/khl_pool.h"
 
 KHL_MAP_INIT_INT(u_m32, int)
 KHL_MAP_INIT_INT64(u_m64, int)

@@ -7,7 +7,7 @@
  * unsized, small and large); some threads exit while others still free their
  * blocks.  Producers reserve now and then and consumers trim, so a reserve's
  * count of every thread's allocations and a trim run while other threads'
- * caches change.  Exit status 0 when every pattern held and the pool ends
+ * caches change, and consumers run khl_pool_check meanwhile.  Exit status 0 when every pattern held and the pool ends
  * empty. */
 #include <pthread.h>
 #include <stdio.h>
@@ -99,8 +99,11 @@ static void *consumer(void *arg)
     unsigned id = (unsigned)(size_t)arg;
     item_t it;
     for (unsigned popped = 1; pop(&queues[id], &it); ++popped) {
-        if (popped % 4096 == 0)
+        if (popped % 4096 == 0) {
             khl_pool_trim(pool);
+            if (khl_pool_check(pool) != 0)   /* while the other threads run */
+                fail("khl_pool_check", popped);
+        }
         for (size_t i = 0; i < it.n; ++i)
             if (it.p[i] != (unsigned char)(it.tag & 0xff)) {
                 fail("a block's contents changed before its free", it.tag);
@@ -143,6 +146,8 @@ int main(void)
     for (size_t i = 0; i < THREADS; ++i)
         pthread_join(cons[i], NULL);
     khl_pool_stats_t s;
+    if (khl_pool_check(pool) != 0)
+        failures++;
     khl_pool_stats(pool, &s);
     if (s.in_use_bytes != 0 || s.allocs != s.frees) {
         fprintf(stderr, "pool_stress: %zu bytes still in use, %llu allocs vs %llu frees\n",

@@ -1,0 +1,457 @@
+/* khl_pool_class.c: the single-threaded core of the pool, which thread-safe
+ * pools run under their lock - chunks and the size classes they serve, the
+ * free blocks' bundles, bump allocation, reserve and trim, large blocks, and
+ * the locked paths (core_* and locked_*: every call no fast path serves).
+ * Invariants: khl_pool_internal.h. */
+#include "khl_pool_internal.h"
+
+static void list_push(chunk_t **head, chunk_t *k)
+{
+    k->prev = NULL;
+    k->next = *head;
+    if (*head)
+        (*head)->prev = k;
+    *head = k;
+}
+
+static void list_unlink(chunk_t **head, chunk_t *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        *head = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunks                                                                    */
+
+static inline uint32_t chunk_kind(const khl_pool_t *p)
+{
+    return p->flags ? KIND_SMALL_GUARDED : KIND_SMALL_PLAIN;
+}
+
+/* Where class c's first slot sits in a chunk (*off), and how many fit. */
+size_t khl_i_chunk_layout(const khl_pool_t *p, unsigned c, size_t *off)
+{
+    size_t size = p->cls[c].size, bits = 0;
+    if (p->flags & F_CHECKED)
+        bits = (p->chunk_bytes - FRAME_HEADER_BYTES) / size;
+    *off = (FRAME_HEADER_BYTES + (bits + 7) / 8 + GRAIN - 1) & ~(GRAIN - 1);
+    /* Slab colouring: without it the first block of every class sits at the
+     * same offset from a chunk_bytes boundary, so a table's old and new
+     * blocks (neighbouring classes) alias in the L1 cache and in the CPU's
+     * 4 KiB store/load disambiguation; a rebuild copying from one to the
+     * other then stalls (churn at 16 and 32 keys ran 1.5x slower). */
+    *off += (size_t)c * 11u % 64u * 64u;
+    return (p->chunk_bytes - *off) / size;
+}
+
+/* Makes an adopted frame a chunk of class c. */
+static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
+{
+    size_t off;
+    k->cap = khl_i_chunk_layout(p, c, &off);
+    k->cls = c;
+    k->size = p->cls[c].size;
+    k->slots = k->bump = (char *)k + off;
+    k->trim_free = 0;
+    if (p->flags & F_CHECKED)
+        memset(k->live, 0, (k->cap + 7) / 8);
+    list_push(&p->cls[c].chunks, k);
+    p->nchunks++;
+}
+
+/* Pre-faulting a chunk when it is taken (khl_i_frame_prefault) moves every
+ * page fault of the allocations that bump through it into that one call.
+ * It pays where the chunk serves at least PREFAULT_MIN_BLOCKS allocations:
+ * then at most one call in 1024 of the class waits, so the 99.9th
+ * percentile never does.  For larger blocks the chunk-taking call would
+ * come every few dozen calls and carry the faults of all of them, a worse
+ * tail than one fault per page; and a step larger than PREFAULT_MAX_BYTES
+ * would cost over 100 us.  Those chunks fault page by page, as lazy_pages
+ * makes every chunk do. */
+#define PREFAULT_MIN_BLOCKS 1024u
+#define PREFAULT_MAX_BYTES ((size_t)128 * 1024)
+
+static int prefaults(const khl_pool_t *p, unsigned c)
+{
+    return p->prefault && p->chunk_bytes <= PREFAULT_MAX_BYTES &&
+           p->chunk_bytes / p->cls[c].size >= PREFAULT_MIN_BLOCKS;
+}
+
+static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+{
+    chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
+    if (k && prefaults(p, c) && khl_i_frame_prefault(p, k) < 0) {
+        khl_i_frame_release(p, k);
+        return NULL;
+    }
+    if (k)
+        chunk_init(p, k, c);
+    return k;
+}
+
+static void chunk_release(khl_pool_t *p, chunk_t *k)
+{
+    list_unlink(&p->cls[k->cls].chunks, k);
+    p->nchunks--;
+    khl_i_frame_release(p, k);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Classes: counts, bump, free blocks                                        */
+
+size_t khl_i_cls_nfree(const cls_t *c)
+{
+    size_t in_cur = c->cur ? (size_t)(c->bump - c->cur->slots) / c->size : 0;
+    return c->carved + in_cur - (size_t)(c->allocs - c->frees);
+}
+
+/* Callers' allocations of class ci so far, which a reserve counts down
+ * against (lock held).  A thread-safe pool's c->allocs counts blocks moved
+ * to thread caches instead: surplus blocks a cache took and then handed out
+ * would never use a reserve up, and trim would keep its chunks for ever. */
+uint64_t khl_i_cls_user_allocs(const khl_pool_t *p, unsigned ci)
+{
+    const cls_t *c = &p->cls[ci];
+    if (!(p->flags & F_THREADS))
+        return c->allocs;
+    return c->ts_allocs + khl_i_caches_allocs(p, ci);
+}
+
+/* Blocks of class ci still promised by reserves (lock held).  A reserve
+ * used up is forgotten, so later calls skip the count. */
+size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci)
+{
+    cls_t *c = &p->cls[ci];
+    uint64_t done;
+    if (!c->reserve_until)
+        return 0;
+    done = khl_i_cls_user_allocs(p, ci);
+    if (done < c->reserve_until)
+        return (size_t)(c->reserve_until - done);
+    c->reserve_until = 0;
+    return 0;
+}
+
+size_t khl_i_cls_ready(const cls_t *c)
+{
+    return khl_i_cls_nfree(c) + bump_left(c) + c->fresh_slots;
+}
+
+/* Makes k the chunk the class bumps through. */
+static void cls_set_cur(cls_t *c, chunk_t *k)
+{
+    if (c->cur) {
+        c->cur->bump = c->bump;
+        c->carved += (size_t)(c->bump - c->cur->slots) / c->size;
+    }
+    c->cur = k;
+    c->bump = k ? k->bump : NULL;
+    c->end = k ? k->slots + k->cap * k->size : NULL;
+}
+
+/* The class's free blocks as they stand, for a walk that may rebuild them:
+ * the current bundle's entries and top, and a copy of the root's entries. */
+typedef struct free_blocks {
+    void **base, **top;
+    void *root[ROOT_ENTRIES];
+    size_t nroot;
+} free_blocks_t;
+
+static void free_blocks_save(const cls_t *c, free_blocks_t *f)
+{
+    f->base = c->base;
+    f->top = c->top;
+    f->nroot = c->base == c->root ? (size_t)(c->top - c->root) : ROOT_ENTRIES;
+    memcpy(f->root, c->root, f->nroot * sizeof *f->root);
+}
+
+/* Calls fn on every free block saved in f.  fn may push onto c: a block
+ * bundle is read before fn sees it, and the root's entries are a copy. */
+static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
+                             void (*fn)(khl_pool_t *, cls_t *, void *))
+{
+    void **bundle = f->base == c->root ? NULL : f->base - 1, **top = f->top, **e, **next;
+    size_t i;
+    while (bundle) {
+        next = (void **)bundle[0];
+        for (e = bundle + 1; e < top; e++)
+            fn(p, c, *e);
+        fn(p, c, bundle);
+        bundle = next;
+        top = next ? next + 1 + c->bundle_cap : NULL;
+    }
+    for (i = 0; i < f->nroot; i++)
+        fn(p, c, f->root[i]);
+}
+
+/* Moves one flushed batch among the free blocks; 0 when there is none. */
+static int cls_unbatch(khl_pool_t *p, unsigned ci)
+{
+    void *chain = khl_i_take_chain(p, ci, NULL);
+    if (!chain)
+        return 0;
+    khl_i_splice_chain(&p->cls[ci], chain);
+    return 1;
+}
+
+/* Makes sure the class has never-used slots to bump: a reserved chunk, or
+ * (if `sys`) one new chunk from the system.  0 on success. */
+int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
+{
+    cls_t *c = &p->cls[ci];
+    chunk_t *k = c->fresh;
+    if (c->bump != c->end)
+        return 0;
+    if (k) {
+        c->fresh = k->fresh_next;
+        c->fresh_slots -= k->cap;
+    } else if (!sys || !(k = chunk_new(p, ci))) {
+        return -1;
+    }
+    cls_set_cur(c, k);
+    return 0;
+}
+
+/* A block of class ci: a free block, a flushed batch, bump, a reserved chunk,
+ * or (if `sys`) one new chunk from the system.  NULL when none has one. */
+void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys)
+{
+    cls_t *c = &p->cls[ci];
+    void *b = cls_pop_free(c);
+    if (b || (cls_unbatch(p, ci) && (b = cls_pop_free(c)) != NULL))
+        return b;
+    if (khl_i_cls_fill_bump(p, ci, sys) < 0)
+        return NULL;
+    b = c->bump;
+    c->bump += c->size;
+    return b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Large blocks                                                              */
+
+static void *large_alloc(khl_pool_t *p, size_t n)
+{
+    chunk_t *k;
+    if (n > SIZE_MAX - FRAME_HEADER_BYTES)
+        return NULL;
+    k = khl_i_frame_new(p, FRAME_HEADER_BYTES + n, KIND_LARGE);
+    if (!k)
+        return NULL;
+    k->cls = 0;
+    k->size = n;
+    k->slots = (char *)k + FRAME_HEADER_BYTES;
+    k->cap = (size_t)((char *)k->raw + k->raw_size - k->slots);
+    list_push(&p->large, k);
+    p->nlarge++;
+    return k->slots;
+}
+
+static void large_free(khl_pool_t *p, chunk_t *k)
+{
+    list_unlink(&p->large, k);
+    p->nlarge--;
+    khl_i_frame_release(p, k);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reserve and trim                                                          */
+
+/* Write one byte per page so the first allocations do not fault. */
+static void touch(const khl_pool_t *p, char *from, char *to)
+{
+    volatile char *q;
+    for (q = from; q < (volatile char *)to; q += p->page)
+        *q = 0;
+}
+
+/* Every chunk a reserve needs is taken, and the index made room for them,
+ * before any becomes the pool's or has a page touched: a failure anywhere
+ * drops them and leaves the pool as it was. */
+int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count)
+{
+    cls_t *c = &p->cls[ci];
+    chunk_t *added = NULL, *k;
+    size_t off, cap = khl_i_chunk_layout(p, ci, &off), cost = khl_i_frame_cost(p, p->chunk_bytes);
+    size_t need, ready = khl_i_cls_ready(c), in_bump, nfree = khl_i_cls_nfree(c);
+    size_t held = khl_i_cls_reserved(p, ci), nk, i;
+    if (count > SIZE_MAX - held || held + count > SIZE_MAX / c->size)
+        return -1;
+    need = held + count;
+    nk = need > ready ? (need - ready + cap - 1) / cap : 0;
+    /* The new chunks' pages are all touched: more than limit_bytes, or than
+     * the machine has, would not fail but wake the kernel's OOM killer. */
+    if (nk && (nk > SIZE_MAX / cost || !within_limit(p, nk * cost) || nk * cost > p->phys))
+        return -1;
+    for (i = 0; i < nk && (k = khl_i_frame_take(p, p->chunk_bytes, chunk_kind(p))) != NULL; i++) {
+        k->fresh_next = added;
+        added = k;
+    }
+    if (i < nk || khl_i_index_make_room(p, nk) < 0) {
+        for (; added; added = k) {
+            k = added->fresh_next;
+            khl_i_frame_free(p, added->raw, added->raw_size);
+        }
+        return -1;
+    }
+    for (; added; added = k) {
+        k = added->fresh_next;
+        khl_i_frame_adopt(p, added);
+        chunk_init(p, added, ci);
+        touch(p, added->slots, added->slots + added->cap * added->size);
+        added->fresh_next = c->fresh;
+        c->fresh = added;
+        c->fresh_slots += added->cap;
+    }
+    /* Free blocks were used, so their pages are in; the rest of the
+     * reserve comes first from the current chunk's never-used slots. */
+    in_bump = need > nfree ? need - nfree : 0;
+    if (in_bump > bump_left(c))
+        in_bump = bump_left(c);
+    if (in_bump)
+        touch(p, c->bump, c->bump + in_bump * c->size);
+    c->reserve_until = khl_i_cls_user_allocs(p, ci) + need;
+    return 0;
+}
+
+/* A chunk is wholly free when its free blocks and never-used slots
+ * make up all its slots. */
+static size_t never_used(const cls_t *c, const chunk_t *k)
+{
+    const char *bump = k == c->cur ? c->bump : k->bump;
+    return k->cap - (size_t)(bump - k->slots) / k->size;
+}
+
+static void count_free(khl_pool_t *p, cls_t *c, void *b)
+{
+    (void)c;
+    chunk_of(p, b)->trim_free++;
+}
+
+static void keep_unless_doomed(khl_pool_t *p, cls_t *c, void *b)
+{
+    if (chunk_of(p, b)->trim_free != TRIM_DOOMED)
+        cls_push(c, b);
+}
+
+void khl_i_core_trim_class(khl_pool_t *p, unsigned ci)
+{
+    cls_t *c = &p->cls[ci];
+    chunk_t *k, *next, **fp;
+    free_blocks_t fb;
+    size_t ready = khl_i_cls_ready(c), held = khl_i_cls_reserved(p, ci), doomed = 0;
+    while (cls_unbatch(p, ci))
+        ;
+    for (k = c->chunks; k; k = k->next)
+        k->trim_free = 0;
+    free_blocks_save(c, &fb);
+    free_blocks_each(p, c, &fb, count_free);
+    for (k = c->chunks; k; k = k->next) {
+        if (k->trim_free + never_used(c, k) != k->cap || ready - k->cap < held)
+            continue;
+        ready -= k->cap;
+        if (k != c->cur)
+            c->carved -= k->cap - never_used(c, k);
+        k->trim_free = TRIM_DOOMED;
+        doomed++;
+    }
+    if (!doomed)
+        return;
+    for (fp = &c->fresh; *fp;) {
+        if ((*fp)->trim_free == TRIM_DOOMED) {
+            c->fresh_slots -= (*fp)->cap;
+            *fp = (*fp)->fresh_next;
+        } else {
+            fp = &(*fp)->fresh_next;
+        }
+    }
+    /* Rebuilt from the blocks of the chunks that stay. */
+    cls_bundles_init(c);
+    free_blocks_each(p, c, &fb, keep_unless_doomed);
+    if (c->cur && c->cur->trim_free == TRIM_DOOMED) {
+        c->cur = NULL;
+        c->bump = c->end = NULL;
+    }
+    for (k = c->chunks; k; k = next) {
+        next = k->next;
+        if (k->trim_free == TRIM_DOOMED)
+            chunk_release(p, k);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Locked paths: every call of a checked pool, large blocks, and anything a  */
+/* fast path cannot serve.  The lock is taken only by thread-safe pools.     */
+
+/* Allocation with the lock held. */
+static void *core_alloc(khl_pool_t *p, size_t n)
+{
+    void *b;
+    if (n <= p->max_small) {
+        unsigned ci = class_of(n);
+        cls_t *c = &p->cls[ci];
+        b = khl_i_cls_pop(p, ci, 1);
+        if (!b)
+            return NULL;
+        c->allocs++;
+        c->ts_allocs++;
+        p->uncached_allocs++;
+        if (p->flags & F_CHECKED)
+            khl_i_set_live(chunk_of(p, b), b, 1);
+        note_alloc(p, c->size);
+    } else {
+        b = large_alloc(p, n);
+        if (!b)
+            return NULL;
+        p->large_allocs++;
+        note_alloc(p, n);
+    }
+    if (p->flags & F_THREADS)
+        khl_i_sample_peak(p);
+    return b;
+}
+
+/* Free with the lock held; n == 0: size unknown. */
+static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
+{
+    chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
+    if (n ? n > p->max_small : k->kind == KIND_LARGE) {
+        p->large_frees++;
+        p->hot.in_use -= k->size;
+        large_free(p, k);
+        return;
+    }
+    if (p->flags & F_CHECKED)
+        khl_i_set_live(k, ptr, 0);
+    {
+        cls_t *c = &p->cls[n ? class_of(n) : k->cls];
+        cls_push(c, ptr);
+        c->frees++;
+        p->uncached_frees++;
+        p->hot.in_use -= c->size;
+    }
+}
+
+NOINLINE void *khl_i_locked_alloc(khl_pool_t *p, size_t n)
+{
+    void *b;
+    if (n == 0)
+        return NULL;
+    lock(p);
+    b = core_alloc(p, n);
+    KHL_I_DEBUG_CHECK(p);
+    unlock(p);
+    return b;
+}
+
+NOINLINE void khl_i_locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
+{
+    lock(p);
+    core_free(p, ptr, n, who);
+    KHL_I_DEBUG_CHECK(p);
+    unlock(p);
+}

@@ -1,0 +1,253 @@
+/* khl_pool_inline.h: the pool's fast paths as static inline functions, so a
+ * program gets them inlined into its own loops by including a header,
+ * without link-time optimisation:
+ *
+ *     #define KHL_POOL_INLINE          // before including khl_pool.h:
+ *     #include <khashlite/khl_pool.h>  // khl_pool_alloc, khl_pool_free and
+ *                                      // khl_pool_free_unsized become these
+ *
+ * or call khl_pool_alloc_inline, khl_pool_free_inline and
+ * khl_pool_free_unsized_inline by name after including this header.  They
+ * do what the functions of the same name without _inline do, with the same
+ * contracts: the common case of a pool that is neither thread-safe nor
+ * checked (a free block or bump room in a small class: a few loads and
+ * stores) runs inline, anything else is a call to the library's function.
+ * A program that does not include this header links exactly as before.
+ *
+ * What follows the functions' declarations is the layout the inline code
+ * reads: the pool's first cache line (khl_pool_head_t) and its size-class
+ * records (khl_pool_class_t).  The library is built from the same
+ * definitions (khl_pool_internal.h), so the two cannot disagree, but code
+ * compiled against this header must be rebuilt with the library it links:
+ * it is inline code, not a stable ABI.  Nothing here is for use by
+ * programs other than through the three functions. */
+#ifndef KHL_POOL_INLINE_H
+#define KHL_POOL_INLINE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khl_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#define KHL_POOL_I_ALIGN64 alignas(64)
+#else
+#define KHL_POOL_I_ALIGN64 _Alignas(64)
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KHL_POOL_I_PREFETCH_W(a) __builtin_prefetch((a), 1)
+#else
+#define KHL_POOL_I_PREFETCH_W(a) ((void)(a))
+#endif
+
+/* Entries of the bundle every class has in its own record. */
+#define KHL_POOL_I_ROOT_ENTRIES 8
+/* The kind of a small-block chunk of a pool neither thread-safe nor checked
+ * (its header's first word): unsized free may take the inline path. */
+#define KHL_POOL_I_KIND_SMALL_PLAIN 0x6b686c46u   /* "khlF" */
+
+struct khl_pool_chunk;
+
+/* A size class's record.  The fields the fast path touches come first and
+ * share one cache line.
+ *
+ * A class's free blocks are kept in bundles: arrays of pointers to free
+ * blocks of the class.  The first bundle, the root, is an array in the
+ * class record; every other is a free block whose first word links to the
+ * bundle below it (NULL: the root).  Only the current bundle (entries
+ * base..lim, filled up to top) may be partly filled; those below are full.
+ * Free stores the block above top, and when the bundle is full makes the
+ * block the new current bundle; allocation takes the entry below top, and
+ * when a block bundle is empty hands out the bundle block itself.  So
+ * neither touches the block it hands out or takes back (a list threaded
+ * through the blocks writes into each freed block and reads each one it
+ * allocates: a cache miss each when they are cold), allocation knows the
+ * next block in advance and prefetches it for the caller's first write, and
+ * a block freed and allocated in turn only moves top in the root.  Bundles
+ * cost no memory: they are free blocks. */
+typedef struct khl_pool_class {
+    /* top, base and lim are stored together and loaded one by one: they are
+     * not neighbours, or the compiler merges their stores into one vector
+     * store from which the next call's loads cannot be forwarded. */
+    KHL_POOL_I_ALIGN64 void **top; /* next unused entry of the current bundle */
+    char *bump;                   /* never-used slots of `cur`, up to end */
+    void **base;                  /* first entry of the current bundle */
+    char *end;
+    void **lim;                   /* one past its last entry */
+    size_t size;
+    /* Blocks that left and came back to this class: the number of free
+     * blocks follows from them (cls_nfree), and in a single-threaded pool
+     * the reserve left (cls_reserved). */
+    uint64_t allocs, frees;
+    uint64_t reserve_until;       /* reserve holds until cls_user_allocs reaches this; 0: none */
+    uint64_t ts_allocs;           /* thread-safe: callers' allocations no live thread record counts */
+    size_t carved;                /* slots ever bumped, in chunks other than cur */
+    struct khl_pool_chunk *cur;
+    struct khl_pool_chunk *fresh; /* chunks with all slots never used */
+    void *batches;                /* thread-safe: flushed chains of exited threads */
+    size_t fresh_slots;
+    struct khl_pool_chunk *chunks;
+    size_t batch;                 /* thread caches move this many at a time */
+    size_t refills;
+    size_t bundle_cap;            /* entries per block bundle: a block's words but the link */
+    void *root[KHL_POOL_I_ROOT_ENTRIES]; /* the root bundle */
+} khl_pool_class_t;
+
+/* The start of every pool: what each call reads first.  The path maxima
+ * are max_small when that path serves the pool's small calls, else 0, so
+ * that `n - 1 < max` picks the path in one compare (false for n == 0). */
+typedef struct khl_pool_head {
+    size_t plain_path_max;        /* neither thread-safe nor checked */
+    size_t cache_path_max;        /* thread-safe, not checked: thread caches */
+    uintptr_t mask;               /* chunk_bytes - 1 */
+    khl_pool_class_t *classes;
+    size_t in_use, peak;
+} khl_pool_head_t;
+
+/* The start of every chunk's header. */
+typedef struct khl_pool_frame_head {
+    uint32_t kind, cls;
+} khl_pool_frame_head_t;
+
+static inline unsigned khl_pool_i_floor_log2(size_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)(sizeof(unsigned long long) * CHAR_BIT - 1) -
+           (unsigned)__builtin_clzll((unsigned long long)x);
+#else
+    unsigned r = 0;
+    while (x >>= 1)
+        r++;
+    return r;
+#endif
+}
+
+/* 16-byte steps to 128, then 4 classes per doubling: arithmetic, no table. */
+static inline unsigned khl_pool_i_class_of(size_t n)
+{
+    size_t m = n - 1;
+    unsigned g;
+    if (n <= 128)
+        return (unsigned)(m >> 4);
+    g = khl_pool_i_floor_log2(m);
+    return 8u + (g - 7u) * 4u + (unsigned)((m >> (g - 2u)) & 3u);
+}
+
+static inline void khl_pool_i_push(khl_pool_class_t *c, void *b)
+{
+    if (KHL_LIKELY(c->top != c->lim)) {
+        *c->top++ = b;
+    } else {
+        /* The current bundle is full: b becomes the current one. */
+        *(void **)b = c->base == c->root ? NULL : (void *)(c->base - 1);
+        c->base = c->top = (void **)b + 1;
+        c->lim = c->base + c->bundle_cap;
+    }
+}
+
+/* Called when the current bundle has no entry left: the bundle block itself
+ * (the bundle below becomes current), NULL when the current bundle is the
+ * root, that is when there is no free block. */
+static inline void *khl_pool_i_pop_bundle(khl_pool_class_t *c)
+{
+    void **bundle, **next;
+    if (c->base == c->root)
+        return NULL;
+    bundle = c->base - 1;
+    next = (void **)bundle[0];
+    if (next) {
+        c->base = next + 1;
+        c->top = c->lim = c->base + c->bundle_cap;
+    } else {
+        c->base = c->root;
+        c->top = c->lim = c->root + KHL_POOL_I_ROOT_ENTRIES;
+    }
+    return bundle;
+}
+
+/* The plain pools' allocation fast path for class c: a free block, else
+ * bump room, else the call `slow` (the library's out-of-line path). */
+static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t *c, khl_pool_t *p,
+                                           size_t n, void *(*slow)(khl_pool_t *, size_t))
+{
+    void **top = c->top, **base = c->base, *b;
+    if (KHL_LIKELY(top != base)) {
+        b = *--top;
+        c->top = top;
+        /* The caller's first write to the next block will not miss. */
+        if (KHL_LIKELY(top != base))
+            KHL_POOL_I_PREFETCH_W(top[-1]);
+    } else if (base != c->root) {
+        b = khl_pool_i_pop_bundle(c);
+    } else if (KHL_LIKELY(c->bump != c->end)) {
+        b = c->bump;
+        c->bump += c->size;
+    } else {
+        return slow(p, n);
+    }
+    c->allocs++;
+    h->in_use += c->size;
+    if (h->in_use > h->peak)
+        h->peak = h->in_use;
+    return b;
+}
+
+/* A small block back to class c of a plain pool. */
+static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c, void *ptr)
+{
+    khl_pool_i_push(c, ptr);
+    c->frees++;
+    h->in_use -= c->size;
+}
+
+/* khl_pool_alloc, inline where the pool is plain. */
+static inline void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
+{
+    khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
+    if (KHL_LIKELY(n - 1 < h->plain_path_max))
+        return khl_pool_i_plain_alloc(h, &h->classes[khl_pool_i_class_of(n)], p, n, khl_pool_alloc);
+    return khl_pool_alloc(p, n);
+}
+
+/* khl_pool_free, inline where the pool is plain. */
+static inline void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
+{
+    khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
+    if (KHL_LIKELY(ptr != NULL && n - 1 < h->plain_path_max))
+        khl_pool_i_plain_free(h, &h->classes[khl_pool_i_class_of(n)], ptr);
+    else
+        khl_pool_free(p, ptr, n);
+}
+
+/* khl_pool_free_unsized, inline where the pool is plain: the class comes
+ * from the header of the chunk the address masks to. */
+static inline void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
+{
+    khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
+    if (KHL_LIKELY(ptr != NULL && h->plain_path_max != 0)) {
+        const khl_pool_frame_head_t *k = (const khl_pool_frame_head_t *)((uintptr_t)ptr & ~h->mask);
+        if (KHL_LIKELY(k->kind == KHL_POOL_I_KIND_SMALL_PLAIN)) {
+            khl_pool_i_plain_free(h, &h->classes[k->cls], ptr);
+            return;
+        }
+    }
+    khl_pool_free_unsized(p, ptr);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The switch: calls written as khl_pool_alloc(...) etc. take the inline
+ * forms (the names without arguments, as function pointers, stay the
+ * library's functions). */
+#if defined(KHL_POOL_INLINE) && !defined(KHL_POOL_BUILDING_LIBRARY)
+#define khl_pool_alloc(p, n) khl_pool_alloc_inline(p, n)
+#define khl_pool_free(p, ptr, n) khl_pool_free_inline(p, ptr, n)
+#define khl_pool_free_unsized(p, ptr) khl_pool_free_unsized_inline(p, ptr)
+#endif
+
+#endif /* KHL_POOL_INLINE_H */

@@ -1,0 +1,208 @@
+/* khl_pool_os.c: the pool's system memory - frames (chunks and large
+ * blocks) aligned to chunk_bytes, from mmap or the caller's backing
+ * allocator - and the chunk index, the set of frame addresses that tells
+ * the pool's memory from any other.  Every function runs with the pool's
+ * lock held (thread-safe pools). */
+#define _GNU_SOURCE 1   /* MAP_ANONYMOUS under -std=c11 */
+
+#include "khl_pool_internal.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+
+/* What a frame of `bytes` keeps of the system's memory (its raw_size, what
+ * system_bytes and limit_bytes count); 0 when that does not fit a size_t. */
+size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes)
+{
+    size_t align = p->chunk_bytes;
+    if (p->backing.fn)
+        return bytes > SIZE_MAX - align ? 0 : bytes + align - GRAIN;
+    return bytes > SIZE_MAX - align - p->page ? 0 : (size_t)align_up(bytes, p->page);
+}
+
+/* Faults a mapped frame's pages in now, in one call, so that the
+ * allocations that bump through it never stop on a page fault.  On the
+ * machine measured (a VM) a page's first write traps into the kernel for
+ * about 2.5 us; MADV_POPULATE_WRITE maps the pages in one system call for
+ * about 1.9 us each (60 us for a 128 KiB chunk).  Kernels before 5.14 do
+ * not know it: the pages are then touched one by one.  A backing
+ * allocator's memory is left as it gives it.  -1 when the memory cannot be
+ * had: the caller gives the frame back and fails, as when mmap fails,
+ * instead of a later write faulting. */
+int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k)
+{
+    volatile char *q;
+    char *a = (char *)k->raw;
+    if (p->backing.fn)
+        return 0;
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(a, k->raw_size, MADV_POPULATE_WRITE) == 0)
+        return 0;
+    if (errno == ENOMEM)
+        return -1;
+#endif
+    for (q = a; q < (volatile char *)(a + k->raw_size); q += p->page)
+        *q = 0;
+    return 0;
+}
+
+/* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
+ * slack; a backing allocator only promises malloc alignment, so we ask it for
+ * the slack too and keep it (raw/raw_size say exactly what to give back). */
+static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size)
+{
+    size_t align = p->chunk_bytes;
+    *raw_size = khl_i_frame_cost(p, bytes);
+    if (!*raw_size)
+        return NULL;
+    if (p->backing.fn) {
+        char *m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
+        if (!m)
+            return NULL;
+        *raw = m;
+        return (char *)align_up((uintptr_t)m, align);
+    } else {
+        size_t len = *raw_size, map = len + align - p->page;
+        char *m, *a;
+        m = (char *)mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        a = (char *)align_up((uintptr_t)m, align);
+        if (a > m)
+            munmap(m, (size_t)(a - m));
+        if (m + map > a + len)
+            munmap(a + len, (size_t)(m + map - (a + len)));
+        *raw = a;
+        return a;
+    }
+}
+
+void khl_i_frame_free(khl_pool_t *p, void *raw, size_t raw_size)
+{
+    if (p->backing.fn)
+        p->backing.fn(p->backing.ud, raw, raw_size, 0);
+    else
+        munmap(raw, raw_size);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The chunk index: which aligned frames are ours.  Only owns, checked mode   */
+/* and frame setup use it; free finds its chunk by masking alone.           */
+
+static inline size_t index_slot(uintptr_t key, size_t cap)
+{
+    return (size_t)(((uint64_t)key * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
+}
+
+int khl_i_index_has(const khl_pool_t *p, uintptr_t key)
+{
+    size_t i;
+    if (!p->index)
+        return 0;
+    for (i = index_slot(key, p->index_cap); p->index[i]; i = (i + 1) & (p->index_cap - 1))
+        if (p->index[i] == key)
+            return 1;
+    return 0;
+}
+
+static void index_put(uintptr_t *t, size_t cap, uintptr_t key)
+{
+    size_t i = index_slot(key, cap);
+    while (t[i])
+        i = (i + 1) & (cap - 1);
+    t[i] = key;
+}
+
+/* Room for n more keys, so that inserting them once their frames are set
+ * up cannot fail.  Kept at most half full. */
+int khl_i_index_make_room(khl_pool_t *p, size_t n)
+{
+    size_t cap = p->index_cap ? p->index_cap * 2 : 16, i;
+    uintptr_t *t;
+    if (n > SIZE_MAX / (4 * sizeof *t) - p->index_n)
+        return -1;
+    if (2 * (p->index_n + n) <= p->index_cap)
+        return 0;
+    while (cap < 2 * (p->index_n + n))
+        cap *= 2;
+    t = (uintptr_t *)meta_alloc(p->meta, cap * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t, 0, cap * sizeof *t);
+    for (i = 0; i < p->index_cap; i++)
+        if (p->index[i])
+            index_put(t, cap, p->index[i]);
+    meta_free(p->meta, p->index, p->index_cap * sizeof *t);
+    p->meta_bytes += (cap - p->index_cap) * sizeof *t;
+    p->index = t;
+    p->index_cap = cap;
+    return 0;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void index_del(khl_pool_t *p, uintptr_t key)
+{
+    size_t mask = p->index_cap - 1, i = index_slot(key, p->index_cap), j;
+    while (p->index[i] != key)
+        i = (i + 1) & mask;
+    for (j = (i + 1) & mask; p->index[j]; j = (j + 1) & mask) {
+        size_t home = index_slot(p->index[j], p->index_cap);
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            p->index[i] = p->index[j];
+            i = j;
+        }
+    }
+    p->index[i] = 0;
+    p->index_n--;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frames                                                                    */
+
+/* A frame of the given kind with its header filled in, not yet indexed nor
+ * counted: until khl_i_frame_adopt, khl_i_frame_free drops it without a
+ * trace, so a call that fails later leaves the pool as it was. */
+chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
+{
+    void *raw;
+    size_t raw_size;
+    chunk_t *k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
+    if (!k)
+        return NULL;
+    k->kind = kind;
+    k->raw = raw;
+    k->raw_size = raw_size;
+    k->prev = k->next = k->fresh_next = NULL;
+    return k;
+}
+
+/* Makes a taken frame the pool's; the index must have room
+ * (khl_i_index_make_room). */
+void khl_i_frame_adopt(khl_pool_t *p, chunk_t *k)
+{
+    index_put(p->index, p->index_cap, (uintptr_t)k);
+    p->index_n++;
+    p->system += k->raw_size;
+}
+
+/* A frame of the given kind, indexed and counted.  The frame comes before
+ * the index's room: a grown index is no use to a call that fails. */
+chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+{
+    chunk_t *k;
+    if (!within_limit(p, khl_i_frame_cost(p, bytes)) || !(k = khl_i_frame_take(p, bytes, kind)))
+        return NULL;
+    if (khl_i_index_make_room(p, 1) < 0) {
+        khl_i_frame_free(p, k->raw, k->raw_size);
+        return NULL;
+    }
+    khl_i_frame_adopt(p, k);
+    return k;
+}
+
+void khl_i_frame_release(khl_pool_t *p, chunk_t *k)
+{
+    index_del(p, (uintptr_t)k);
+    p->system -= k->raw_size;
+    khl_i_frame_free(p, k->raw, k->raw_size);
+}

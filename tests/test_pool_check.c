@@ -1,0 +1,258 @@
+/* test_pool_check.c: khl_pool_check, the pool's validator.  Healthy pools
+ * of every mode pass it; pools corrupted on purpose - the way a program's
+ * use-after-free or wrong-size free would, or through the internal header
+ * (white box) where no public call can reach - fail it with the message of
+ * the invariant that broke, without crashing on the corrupted pointers. */
+#define _POSIX_C_SOURCE 200809L
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "khashlite/khl_pool_internal.h"
+#include "support.h"
+
+static khl_pool_t *pool_of(int ts, int checked)
+{
+    khl_pool_options_t o;
+    memset(&o, 0, sizeof o);
+    o.thread_safe = ts;
+    o.checked = checked;
+    o.chunk_bytes = 16 * 1024;
+    o.max_small = 1024;
+    khl_pool_t *p = khl_pool_new(&o);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* Asserts khl_pool_check(p) fails and says `needle` on stderr. */
+static void assert_check_says(const khl_pool_t *p, const char *needle)
+{
+    char said[2048];
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    int saved = dup(2);
+    fflush(stderr);
+    cr_assert_geq(dup2(fileno(f), 2), 0);
+    int r = khl_pool_check(p);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(f);
+    size_t n = fread(said, 1, sizeof said - 1, f);
+    said[n] = 0;
+    fclose(f);
+    cr_assert_eq(r, -1, "khl_pool_check passed a corrupted pool");
+    cr_assert(strstr(said, "invariant broken") && strstr(said, needle),
+              "khl_pool_check said \"%s\", expected \"%s\"", said, needle);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Healthy pools pass                                                        */
+
+static void workload(khl_pool_t *p)
+{
+    void *b[300];
+    size_t n[300];
+    uint64_t s = 42;
+    cr_assert_eq(khl_pool_check(p), 0, "a new pool");
+    for (size_t i = 0; i < 300; i++) {
+        n[i] = 1 + (size_t)(test_rand(&s) % 3000);   /* small and large */
+        b[i] = khl_pool_alloc(p, n[i]);
+        cr_assert_not_null(b[i]);
+    }
+    cr_assert_eq(khl_pool_check(p), 0, "after allocations");
+    for (size_t i = 0; i < 300; i += 2)
+        khl_pool_free(p, b[i], n[i]);
+    cr_assert_eq(khl_pool_check(p), 0, "after frees");
+    cr_assert_eq(khl_pool_reserve(p, 48, 500), 0);
+    cr_assert_eq(khl_pool_check(p), 0, "after a reserve");
+    khl_pool_trim(p);
+    cr_assert_eq(khl_pool_check(p), 0, "after trim");
+    for (size_t i = 1; i < 300; i += 2)
+        khl_pool_free_unsized(p, b[i]);
+    khl_pool_trim(p);
+    cr_assert_eq(khl_pool_check(p), 0, "all freed and trimmed");
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, healthy_pools_of_every_mode_pass)
+{
+    cr_assert_eq(khl_pool_check(NULL), 0);
+    workload(pool_of(0, 0));
+    workload(pool_of(1, 0));
+    workload(pool_of(0, 1));
+    workload(pool_of(1, 1));
+}
+
+/* ------------------------------------------------------------------------ */
+/* What a program can break                                                  */
+
+/* Sixteen 16-byte blocks freed: the first eight fill the class's root
+ * bundle, the ninth becomes a block bundle whose first word is its link. */
+Test(pool_check, use_after_free_overwrites_a_bundle_link)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b[16];
+    int local;
+    for (int i = 0; i < 16; i++)
+        b[i] = khl_pool_alloc(p, 16);
+    for (int i = 0; i < 16; i++)
+        khl_pool_free(p, b[i], 16);
+    cr_assert_eq(khl_pool_check(p), 0);
+    *(void **)b[8] = &local;
+    assert_check_says(p, "links to");
+    *(void **)b[8] = NULL;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, use_after_free_overwrites_a_thread_cache_link)
+{
+    khl_pool_t *p = pool_of(1, 0);
+    void *x = khl_pool_alloc(p, 64), *y = khl_pool_alloc(p, 64);
+    khl_pool_free(p, x, 64);
+    khl_pool_free(p, y, 64);        /* the cache's freed list: y -> x */
+    cr_assert_eq(khl_pool_check(p), 0);
+    void *was = *(void **)y;
+    *(void **)y = (char *)x + 16;
+    assert_check_says(p, "interior pointer");
+    *(void **)y = was;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
+/* An unchecked pool takes the size on trust: a 100-byte block freed as 16
+ * bytes lands among the 16-byte class's free blocks. */
+Test(pool_check, wrong_size_free_in_an_unchecked_pool)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 100);
+    khl_pool_free(p, b, 16);
+    assert_check_says(p, "a block of another size class");
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, double_free_of_the_only_block)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 32);
+    khl_pool_free(p, b, 32);
+    khl_pool_free(p, b, 32);
+    assert_check_says(p, "more free blocks than slots handed out");
+    khl_pool_destroy(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* White box: what only a bug in the pool could break                        */
+
+Test(pool_check, bundle_link_cycle_ends_the_walk)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b[16];
+    for (int i = 0; i < 16; i++)
+        b[i] = khl_pool_alloc(p, 16);
+    for (int i = 0; i < 16; i++)
+        khl_pool_free(p, b[i], 16);
+    void **bundle = p->cls[0].base - 1;
+    bundle[0] = bundle;
+    assert_check_says(p, "class 0");
+    bundle[0] = NULL;
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, in_use_counter)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 200);
+    p->hot.in_use += 16;
+    assert_check_says(p, "in_use");
+    p->hot.in_use -= 16;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, b, 200);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, class_counter)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 200);
+    p->cls[class_of(200)].frees++;
+    assert_check_says(p, "the free lists hold");
+    p->cls[class_of(200)].frees--;
+    khl_pool_free(p, b, 200);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, system_bytes_and_the_chunk_index)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 40000);   /* large */
+    void *s = khl_pool_alloc(p, 40);
+    p->system += 4096;
+    assert_check_says(p, "system_bytes");
+    p->system -= 4096;
+    chunk_t *k = chunk_of(p, b);
+    size_t i;
+    for (i = 0; p->index[i] != (uintptr_t)k; i++)
+        ;
+    p->index[i] = 0;
+    assert_check_says(p, "index");   /* the frame, or a chunk whose probe chain it broke */
+    p->index[i] = (uintptr_t)k;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, b, 40000);
+    khl_pool_free(p, s, 40);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, chunk_header_and_bump)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 64);
+    chunk_t *k = chunk_of(p, b);
+    k->size += 16;
+    assert_check_says(p, "header");
+    k->size -= 16;
+    p->cls[class_of(64)].bump += 8;
+    assert_check_says(p, "off a slot boundary");
+    p->cls[class_of(64)].bump -= 8;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, b, 64);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, checked_pool_free_block_marked_live)
+{
+    khl_pool_t *p = pool_of(0, 1);
+    void *x = khl_pool_alloc(p, 48), *y = khl_pool_alloc(p, 48);
+    khl_pool_free(p, x, 48);
+    khl_i_set_live(chunk_of(p, x), x, 1);
+    assert_check_says(p, "is marked live");
+    khl_i_set_live(chunk_of(p, x), x, 0);
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, y, 48);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, reserve_promise)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    cr_assert_eq(khl_pool_reserve(p, 64, 100), 0);
+    p->cls[class_of(64)].reserve_until += 100000;
+    assert_check_says(p, "the reserve promises");
+    p->cls[class_of(64)].reserve_until -= 100000;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
+#ifdef KHL_DEBUG
+/* Built with -DKHL_DEBUG the pool checks itself when a call leaves the fast
+ * path: a large allocation on a corrupted pool aborts. */
+Test(pool_check, debug_build_aborts_on_a_broken_invariant, .signal = SIGABRT)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    p->hot.in_use += 16;
+    khl_pool_alloc(p, 40000);
+}
+#endif
