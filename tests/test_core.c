@@ -48,7 +48,7 @@ Test(core, sse2_and_portable_groups_agree)
     uint64_t s = 99;
     for (int round = 0; round < 2000; ++round) {
         for (uint32_t i = 0; i < W; ++i) {
-            uint64_t r = test_rand(&s);
+            uint64_t r = prng_next(&s);
             bytes[i] = r & 1 ? special[(r >> 8) % sizeof special] : (unsigned char)(r >> 16);
         }
         check_group_pair(bytes);
@@ -213,7 +213,7 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
         uint32_t next = (uint32_t)n;
         for (int step = 0; step < 200000; ++step) {
             /* Delete a random present key, then put a new one: n keys always. */
-            uint32_t victim = (uint32_t)(test_rand(&r) % next);
+            uint32_t victim = (uint32_t)(prng_next(&r) % next);
             if (khl_del_key(c32, &h, victim) == 0)
                 continue;
             int ret;
@@ -257,7 +257,7 @@ Test(core, a_named_allocator_allocates_as_the_hook_does)
         switch (step) {
         case 0:   /* grow from nothing through every size */
             for (int i = 0; i < 5000; ++i) {
-                uint64_t k = test_rand(&r);
+                uint64_t k = prng_next(&r);
                 khl_val(c64, &a, khl_put(c64, &a, k, NULL)) = k;
                 khl_val(n64, &n, khl_put(n64, &n, k, NULL)) = k;
             }
@@ -271,7 +271,7 @@ Test(core, a_named_allocator_allocates_as_the_hook_does)
                     cr_assert_eq(khl_del_key(n64, &n, key), 1);
                 }
             for (int i = 0; i < 3000; ++i) {
-                uint64_t key = test_rand(&r);
+                uint64_t key = prng_next(&r);
                 khl_val(c64, &a, khl_put(c64, &a, key, NULL)) = key;
                 khl_val(n64, &n, khl_put(n64, &n, key, NULL)) = key;
             }
@@ -400,17 +400,11 @@ Test(core, over_aligned_keys_are_aligned_in_memory)
 /* Average groups a lookup of each key walks in h (its own group included). */
 static double mean_walk(const khl_t(cs64) *h, const uint64_t *keys, uint32_t n)
 {
-    uint32_t nb = h->b->n_buckets, gmask = nb / W - 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; ++i) {
         khl_iter_t k = khl_get(cs64, h, keys[i]);
         cr_assert_neq(k, khl_end(cs64, h));
-        uint32_t g = (uint32_t)(khl_hash_u64(keys[i]) >> h->b->shift) & gmask, step = 0, walk = 1;
-        while (g != k / W) {
-            g = (g + ++step) & gmask;
-            walk++;
-        }
-        total += walk;
+        total += test_probe_groups(h->b, khl_hash_u64(keys[i]), k);
     }
     return (double)total / n;
 }
@@ -435,15 +429,14 @@ Test(core, integer_keys_crafted_under_one_seed_are_ordinary_under_another)
     khl_t(cs64) probe;
     khl_init(cs64, &probe, NULL);
     cr_assert_eq(khl_reserve(cs64, &probe, 4 * NCRAFT), 0);
-    uint32_t shift = probe.b->shift, gmask = probe.b->n_buckets / W - 1;
-    khl_destroy(cs64, &probe);
     uint32_t n = 0;
     for (uint64_t x = 1; n < NCRAFT; ++x)
-        if (((uint32_t)(khl_hash_u64(x) >> shift) & gmask) == 0)
+        if (test_home_group(probe.b, khl_hash_u64(x)) == 0)
             crafted[n++] = x;
+    khl_destroy(cs64, &probe);
     uint64_t s = 5;
     for (uint32_t i = 0; i < NCRAFT; ++i)
-        ordinary[i] = test_rand(&s);
+        ordinary[i] = prng_next(&s);
     double attacked = fill_and_walk(crafted, NCRAFT);
     cr_assert_gt(attacked, 20.0, "the crafted keys must really collide under seed 1 (%.1f groups)",
                  attacked);

@@ -26,7 +26,7 @@ Test(split, declare_define_across_a_static_library)
         cr_assert_neq(k, khl_end(split_s2i, &h));
         cr_assert_eq(khl_val(split_s2i, &h, k), i);
     }
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     khl_destroy(split_s2i, &h);
 
     khl_t(split_u64set) s = {0};

@@ -137,23 +137,23 @@ Test(table, one_live_block_and_none_when_empty)
     cr_assert_eq(t.attempts, 0, "init never allocates");
     for (uint64_t i = 0; i < 5000; ++i) {
         khl_put(m64, &h, i * 0x9E3779B97F4A7C15ULL, NULL);
-        cr_assert_eq(t.n_live, 1, "after %llu puts", (unsigned long long)i);
+        cr_assert_eq(t.live_blocks, 1, "after %llu puts", (unsigned long long)i);
         cr_assert_eq(t.live_bytes, khl_block_size(m64, &h));
     }
     cr_assert_leq(t.max_live_blocks, 2, "a resize holds old and new block, never more");
     khl_clear(m64, &h);
-    cr_assert_eq(t.n_live, 1, "clear keeps the block");
+    cr_assert_eq(t.live_blocks, 1, "clear keeps the block");
     cr_assert_eq(khl_size(m64, &h), 0);
     khl_destroy(m64, &h);
-    cr_assert_eq(t.n_live, 0);
+    cr_assert_eq(t.live_blocks, 0);
     cr_assert_eq(khl_block_size(m64, &h), 0);
     /* The handle is still a table on the same allocator. */
     khl_put(m64, &h, 1, NULL);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     khl_del(m64, &h, khl_get(m64, &h, 1));
-    cr_assert_eq(t.n_live, 1, "deleting keeps the block");
+    cr_assert_eq(t.live_blocks, 1, "deleting keeps the block");
     cr_assert_eq(khl_shrink(m64, &h), 0);
-    cr_assert_eq(t.n_live, 0, "shrinking an empty table frees its block");
+    cr_assert_eq(t.live_blocks, 0, "shrinking an empty table frees its block");
     cr_assert_eq(t.allocs, t.frees);
     test_alloc_fini(&t);
 }
@@ -352,7 +352,7 @@ Test(table, copy_is_independent_and_one_allocation)
     khl_del(m32, &src, khl_get(m32, &src, 7));
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
     cr_assert_eq(t.attempts, 1);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     cr_assert_eq(khl_size(m32, &dst), 499);
     khl_val(m32, &src, khl_get(m32, &src, 1)) = 1000;
     khl_del(m32, &src, khl_get(m32, &src, 2));
@@ -371,7 +371,7 @@ Test(table, copy_is_independent_and_one_allocation)
     /* An emptied dst with a block is accepted; its old block is released. */
     khl_clear(m32, &dst);
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     cr_assert_eq(khl_size(m32, &dst), 498);
     khl_destroy(m32, &dst);
     khl_destroy(m32, &src);
@@ -390,7 +390,7 @@ Test(table, copy_failure_leaves_dst_unchanged)
     t.fail_at = 1;
     cr_assert_eq(khl_copy(m32, &dst, &src), -1);
     cr_assert_null(dst.b);
-    cr_assert_eq(t.n_live, 0);
+    cr_assert_eq(t.live_blocks, 0);
     khl_destroy(m32, &src);
     test_alloc_fini(&t);
 }
