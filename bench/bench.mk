@@ -19,7 +19,7 @@ BENCH_PROGS   ?= $(patsubst bench/prog_%.c,%,$(wildcard bench/prog_*.c))
 BENCH_CFLAGS   = -std=gnu11 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_LIBS     = -lm -pthread
-BENCH_COMMON   = $(BUILD)/bench/obj/bench.o $(BUILD)/bench/obj/alloc.o
+BENCH_COMMON   = $(BUILD)/bench/obj/bench.o $(BUILD)/bench/obj/alloc.o $(SUPPORT_OBJ)
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
                  libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
                  gnuplot-nox libxxhash-dev pkg-config

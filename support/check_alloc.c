@@ -25,16 +25,10 @@ static void report(const check_alloc_t *c, const char *fmt, ...)
     abort();
 }
 
-/* The memory itself: the inner allocator, or the C library. */
+/* The memory itself. */
 static void *raw(const check_alloc_t *c, void *ptr, size_t osize, size_t nsize)
 {
-    if (c->inner)
-        return c->inner->fn(c->inner->ud, ptr, osize, nsize);
-    if (nsize == 0) {
-        free(ptr);
-        return NULL;
-    }
-    return realloc(ptr, nsize);
+    return c->inner->fn(c->inner->ud, ptr, osize, nsize);
 }
 
 /* Where p is in the registry (CHECK_SIZES), having checked it is live with
@@ -151,7 +145,7 @@ void check_alloc_init(check_alloc_t *c, const khl_allocator_t *inner, unsigned f
     memset(c, 0, sizeof *c);
     c->a.fn = check_allocf;
     c->a.ud = c;
-    c->inner = inner;
+    c->inner = inner ? inner : &khl_libc_allocator;
     c->flags = flags;
 }
 

@@ -27,7 +27,7 @@ typedef struct check_block { void *p; size_t n; } check_block_t;
 
 typedef struct check_alloc {
     khl_allocator_t a;            /* hand &c->a to khl_init or khl_pool_new */
-    const khl_allocator_t *inner; /* where memory comes from; NULL: malloc/free */
+    const khl_allocator_t *inner; /* where memory comes from */
     unsigned flags;               /* CHECK_* */
 
     /* Counts. */
@@ -52,7 +52,8 @@ typedef struct check_alloc {
     size_t cap_live;
 } check_alloc_t;
 
-/* Memory from `inner` (NULL: the C library), with the given CHECK_* flags. */
+/* Memory from `inner` (NULL: khl_libc_allocator), with the given CHECK_*
+ * flags. */
 void check_alloc_init(check_alloc_t *c, const khl_allocator_t *inner, unsigned flags);
 /* Reports a leak if anything is live, then releases the registry. */
 void check_alloc_fini(check_alloc_t *c);
