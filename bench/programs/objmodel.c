@@ -1,5 +1,5 @@
-/* prog_objmodel.c: an interpreter's object churn on three kinds of tiny
- * tables.  examples/objmodel is a small object model (classes with method
+/* objmodel.c: program `objmodel`, an interpreter's object churn on three
+ * kinds of tiny tables.  examples/objmodel is a small object model (classes with method
  * tables, objects with instance-variable tables) whose tables are khashlite
  * single-block tables, khashlite split3 tables (khash's four allocations,
  * khashlite's probing) or htslib's khash.  The workload is
@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "examples/objmodel/workload.h"
 #include "support/om_check.h"
 

@@ -1,5 +1,5 @@
-/* prog_churn.c: what merging a table's allocations gains for the tiny
- * tables interpreters make by the million.  The same table code runs in three
+/* churn.c: program `churn`, what merging a table's allocations gains for the
+ * tiny tables interpreters make by the million.  The same table code runs in three
  * layouts (KHL_INIT_LAYOUT): single (header + ctrl + keys + values in one
  * block), split2 (header + one data block: mruby since 2013) and split3
  * (header + ctrl + keys + values each allocated: klib's khash).
@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "khashlite/khashlite.h"
 #include "support/check_alloc.h"
 #include "support/prng.h"

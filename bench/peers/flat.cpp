@@ -22,7 +22,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <boost/unordered/unordered_flat_map.hpp>
 
-#include "peers.h"
+#include "adapter.h"
 
 namespace {
 

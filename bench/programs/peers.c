@@ -56,9 +56,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "harness/bench.h"
 #include "khashlite/khashlite.h"
-#include "peers.h"
+#include "peers/adapter.h"
 
 /* --- allocation counting (peers.h) ---------------------------------------- */
 

@@ -46,8 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "khashlite/khashlite.h"
 
 /* One table implementation for one key type.  `keys` is a uint32_t[],

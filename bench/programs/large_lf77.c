@@ -8,4 +8,4 @@
  * build/bench/obj/large_lf77.o.) */
 #define KHL_MAX_LOAD 0.77
 #define LARGE_LF77_TU 1
-#include "prog_large.c"
+#include "large.c"

@@ -76,7 +76,7 @@ static const char *allocators[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", 
 #define N_ALLOC 5
 static const long churn_n[] = {0, 1, 2, 4, 8, 16, 32, 64};
 #define N_CHURN 8
-/* seed_fastmm's layouts (bench/fastmm.c). */
+/* seed_fastmm's layouts (bench/programs/fastmm.c). */
 #define FASTMM_PUBLISHED "10000x100B"
 #define FASTMM_WRITE "10000x100B+write"
 
@@ -255,7 +255,7 @@ static void targets(FILE *o)
         target(o, what, lite / val("large", "absl", NULL, "glibc", -1, m), 1.25, 0, "x");
     }
     /* The FastMM loop as published, ratios paired repetition by repetition
-     * in one process (bench/fastmm.c). */
+     * in one process (bench/programs/fastmm.c). */
     static const char *const fm_pools[] = {"khl_pool", "khl_pool_inline"};
     static const char *const fm_rivals[] = {"glibc", "tcmalloc", "mimalloc"};
     static const double fm_want[] = {2.5, 1.5, 1.5};
@@ -511,7 +511,7 @@ static void seeds_side_by_side(FILE *o)
             holds(lmx > lts, !isnan(lmx) && !isnan(lts)));
 }
 
-/* --- table core v2: program peers (bench/prog_peers.c) ----------------------- */
+/* --- table core v2: program peers (bench/programs/peers.c) ------------------- */
 
 static const char *const v2_tables[] = {"khashlite", "boost", "absl", "khash"};
 #define N_V2 4
@@ -800,7 +800,7 @@ static void core_v2(FILE *o)
     if (!find("peers", NULL, NULL, NULL, -1, NULL) && !find("vs_khash", NULL, NULL, NULL, -1, NULL))
         return;
     fprintf(o, "\n## Table core v2 targets\n\nkhashlite against boost::unordered_flat_map, "
-               "absl::flat_hash_map and htslib's khash in one process (bench/prog_peers.c, glibc): "
+               "absl::flat_hash_map and htslib's khash in one process (bench/programs/peers.c, glibc): "
                "tables take turns in every repetition, medians; each table with its own default hash. "
                "Measured here, never asserted by `make test`.\n");
     v2_peers(o);
