@@ -16,6 +16,13 @@
  * a broken invariant fails the test. */
 typedef check_alloc_t test_alloc_t;
 void test_alloc_init(test_alloc_t *t);
+/* Declares table h of type `name` on a fresh test allocator t, both empty. */
+#define TEST_TABLE(name, h, t)                                                        \
+    test_alloc_t t;                                                                   \
+    khl_t(name) h;                                                                    \
+    test_alloc_init(&t);                                                              \
+    khl_init(name, &h, &t.a)
+
 /* check_alloc on malloc with the given CHECK_* flags, failing the test on a
  * broken invariant. */
 void test_check_init(check_alloc_t *c, unsigned flags);

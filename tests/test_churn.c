@@ -32,10 +32,7 @@ static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t mi
 
 Test(churn, insert_delete_pairs_stay_bounded, .timeout = 20)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(cs) h;
-    khl_init(cs, &h, &t.a);
+    TEST_TABLE(cs, h, t);
     for (uint32_t i = 0; i < 20; ++i)
         khl_put(cs, &h, i, NULL);
     uint32_t max_nb = 0;

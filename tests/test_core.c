@@ -104,10 +104,7 @@ Test(core, first_blocks_fit_88_bytes)
 Test(core, a_life_of_up_to_8_keys_is_one_allocation)
 {
     for (uint32_t n = 1; n <= 8; ++n) {
-        test_alloc_t t;
-        test_alloc_init(&t);
-        khl_t(c32) h;
-        khl_init(c32, &h, &t.a);
+        TEST_TABLE(c32, h, t);
         for (uint32_t i = 0; i < n; ++i)
             khl_val(c32, &h, khl_put(c32, &h, i * 0x9E3779B9u, NULL)) = i;
         for (uint32_t i = 0; i < n; ++i)
@@ -200,10 +197,7 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
     static const size_t sizes[] = {14, 100, 1000, 5000};
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
         size_t n = sizes[s];
-        test_alloc_t t;
-        test_alloc_init(&t);
-        khl_t(c32) h;
-        khl_init(c32, &h, &t.a);
+        TEST_TABLE(c32, h, t);
         cr_assert_eq(khl_reserve(c32, &h, n), 0);
         for (uint32_t i = 0; i < n; ++i)
             khl_put(c32, &h, i, NULL);
@@ -366,10 +360,7 @@ KHL_INIT(lines, line_t, uint32_t, 1, line_hash, line_eq)
 
 Test(core, over_aligned_keys_are_aligned_in_memory)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(lines) h;
-    khl_init(lines, &h, &t.a);
+    TEST_TABLE(lines, h, t);
     for (uint32_t i = 0; i < 3000; ++i) {
         line_t k = {i * 7u};
         khl_iter_t it = khl_put(lines, &h, k, NULL);

@@ -71,10 +71,7 @@ Test(hostile, colliding_strings_under_a_known_seed_only)
 
 Test(hostile, reserve_beyond_the_allocator_fails_cleanly)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(hi) h;
-    khl_init(hi, &h, &t.a);
+    TEST_TABLE(hi, h, t);
     for (uint32_t i = 0; i < 100; ++i)
         khl_put(hi, &h, i, NULL);
     khl_block_t *block = h.b;
@@ -98,10 +95,7 @@ Test(hostile, reserve_beyond_the_allocator_fails_cleanly)
 
 Test(hostile, zero_sized_requests)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(hi) h;
-    khl_init(hi, &h, &t.a);
+    TEST_TABLE(hi, h, t);
     cr_assert_eq(khl_reserve(hi, &h, 0), 0);
     cr_assert_eq(khl_shrink(hi, &h), 0);
     cr_assert_eq(t.attempts, 0, "reserve(0) and shrink of an empty table allocate nothing");
