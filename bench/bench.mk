@@ -26,7 +26,8 @@ BENCH_PROGS   ?= churn large objmodel peers seeds
 BENCH_CFLAGS   = -std=gnu11 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_LIBS     = -lm -pthread
-BENCH_COMMON   = $(BUILD)/bench/obj/harness/bench.o $(BUILD)/bench/obj/harness/alloc.o $(SUPPORT_OBJ)
+BENCH_COMMON   = $(BUILD)/bench/obj/harness/bench.o $(BUILD)/bench/obj/harness/alloc.o \
+                 $(BUILD)/bench/obj/harness/keys.o $(SUPPORT_OBJ)
 BENCH_HEADERS  = $(wildcard bench/*/*.h) $(SUPPORT_HEADERS) $(HEADERS)
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
                  libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
@@ -36,18 +37,18 @@ BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-
 # They must be set before the link rules below are generated.
 seeds_EXTRA = bench/peers/boost_pool.cpp
 seeds_LIBS  =
-large_EXTRA = bench/peers/absl.cpp bench/peers/mruby.c bench/programs/large_lf77.c
+large_EXTRA = bench/peers/adapter.c bench/peers/flat.cpp bench/peers/mruby.c \
+              bench/programs/large_lf77.c
 large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
 # One large table is table work, not allocator work (a rebuild is one
 # allocation), and the report reads its glibc rows only: glibc only, which
 # keeps `make bench` near 8 minutes with peers.
 large_MALLOCS = glibc
 large_POOL    = no
-$(BUILD)/bench/obj/programs/large_lf77.o: bench/programs/large.c
 churn_EXTRA =
 churn_LIBS  =
 # peers compares tables, not mallocs, and counts memory as glibc spends it.
-peers_EXTRA   = bench/peers/flat.cpp
+peers_EXTRA   = bench/peers/adapter.c bench/peers/flat.cpp
 peers_LIBS    = $(shell pkg-config --libs absl_flat_hash_map)
 peers_MALLOCS = glibc
 peers_POOL    = no
