@@ -322,11 +322,9 @@ Test(table, clear_keeps_the_block_and_empties_it)
 
 Test(table, copy_is_independent_and_one_allocation)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) src, dst;
+    TEST_TABLE(m32, dst, t);
+    khl_t(m32) src;
     khl_init(m32, &src, NULL);
-    khl_init(m32, &dst, &t.a);
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
     cr_assert_eq(t.attempts, 0, "copying an empty table allocates nothing");
     for (uint32_t i = 0; i < 500; ++i)
@@ -362,11 +360,9 @@ Test(table, copy_is_independent_and_one_allocation)
 
 Test(table, copy_failure_leaves_dst_unchanged)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) src, dst;
+    TEST_TABLE(m32, dst, t);
+    khl_t(m32) src;
     khl_init(m32, &src, NULL);
-    khl_init(m32, &dst, &t.a);
     for (uint32_t i = 0; i < 50; ++i)
         khl_put(m32, &src, i, NULL);
     t.fail_at = 1;

@@ -111,6 +111,13 @@ static void fail(const char *table, const char *what, size_t n)
     exit(1);
 }
 
+/* keys_make, or exit when out of memory. */
+static void keys_or_exit(keys_t *k, int type, int kind, size_t n, int shuffled)
+{
+    if (keys_make(k, type, kind, n, shuffled) < 0)
+        peers_oom("keys");
+}
+
 /* --- rounds ----------------------------------------------------------------- */
 
 /* One repetition of a measurement on one table: values into out[0..n_out). */
@@ -270,8 +277,7 @@ static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_siz
                 snprintf(names[i], sizeof names[i], "%s_%s_ns", key_type_names[bp], p_ops[i]);
                 metrics[i] = names[i];
             }
-            if (keys_make(&k, bp, KS_RAND, sizes[s], 0) < 0)
-                peers_oom("keys");
+            keys_or_exit(&k, bp, KS_RAND, sizes[s], 0);
             run_rounds(o, "peers", bp, ALL_TABLES, (long)sizes[s], warmup_for(o, sizes[s]),
                        reps_for(o, sizes[s]), peers_rep, &c, P_N_OPS, metrics, step, total);
             keys_free(&k);
@@ -375,8 +381,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
                 snprintf(names[i], sizeof names[i], "%s_%s_ns", key_kind_names[kind], b_ops[i]);
                 metrics[i] = names[i];
             }
-            if (keys_make(&k, KEY_U32, kind, sizes[s], 1) < 0)
-                peers_oom("keys");
+            keys_or_exit(&k, KEY_U32, kind, sizes[s], 1);
             run_rounds(o, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
                        huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
                        metrics, step, total);
@@ -470,8 +475,7 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     static const char *const metric = "insert_ns";
     const char *al = bench_allocator(o);
     keys_t k;
-    if (keys_make(&k, KEY_U64, KS_RAND, n, 0) < 0)
-        peers_oom("keys");
+    keys_or_exit(&k, KEY_U64, KS_RAND, n, 0);
     run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
                growth_rep, &k, 1, &metric, step, total);
     /* Untimed: one key per call, to see after which put the peak was set. */
