@@ -177,7 +177,7 @@ check-valgrind:
 
 # Criterion's runner cannot start under TSan (its shared arena collides with
 # TSan's shadow memory), so the pool's thread stress runs as its own program.
-$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS)
+$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS) $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 $(SAN_FLAGS) -fsanitize=thread -I. -o $@ $< $(LIB_SRC) -pthread
 

@@ -57,6 +57,7 @@ typedef uint32_t peers_u64_u32_V;
 typedef const char *peers_str_u32_K;
 typedef uint32_t peers_str_u32_V;
 
+/* Indexes of a table's ops; in the order of harness/keys.h's key types. */
 enum { PEERS_U32, PEERS_U64, PEERS_STR, PEERS_N_BP };
 
 /* The value stored for the key of index i, and the word reads check. */
