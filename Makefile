@@ -27,10 +27,16 @@ LIB_SRC  = $(wildcard khashlite/*.c)
 LIB_OBJ  = $(LIB_SRC:khashlite/%.c=$(BUILD)/obj/%.o)
 HEADERS  = $(wildcard khashlite/*.h)
 
+# support/: the checking allocator and the PRNG the tests, the fuzzers and
+# the benchmarks share; built into them, never into the library.
+SUPPORT_SRC     = $(wildcard support/*.c)
+SUPPORT_HEADERS = $(wildcard support/*.h)
+SUPPORT_OBJ     = $(SUPPORT_SRC:support/%.c=$(BUILD)/support/%.o)
+
 TEST_SRC   = $(wildcard tests/test_*.c)
 TEST_CXX   = $(wildcard tests/test_*.cpp)
 TEST_OBJ   = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o) $(TEST_CXX:tests/%.cpp=$(BUILD)/tests/%.o) \
-             $(BUILD)/tests/support.o
+             $(BUILD)/tests/support.o $(SUPPORT_OBJ)
 SPLIT_LIB  = $(BUILD)/tests/libsplit_table.a
 TEST_BIN   = $(BUILD)/tests/khl-tests
 
@@ -76,11 +82,15 @@ $(LIB): $(LIB_OBJ)
 
 EXAMPLE_HEADERS = $(wildcard examples/*/*.h)
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h
+$(BUILD)/support/%.o: support/%.c $(SUPPORT_HEADERS) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(KHL_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -Itests -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.cpp $(HEADERS) tests/support.h
+$(BUILD)/tests/%.o: tests/%.cpp $(HEADERS) tests/support.h $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	$(CXX) $(KHL_CXXFLAGS) -Itests -c $< -o $@
 
@@ -167,7 +177,7 @@ check-valgrind:
 
 # Criterion's runner cannot start under TSan (its shared arena collides with
 # TSan's shadow memory), so the pool's thread stress runs as its own program.
-$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS)
+$(BUILD)/tsan/pool_stress: tests/tsan/pool_stress.c $(LIB_SRC) $(HEADERS) $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 $(SAN_FLAGS) -fsanitize=thread -I. -o $@ $< $(LIB_SRC) -pthread
 
@@ -176,10 +186,10 @@ check-tsan:
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/pool_stress
 
 # libFuzzer targets under ASan+UBSan, each run FUZZ_SECONDS from its corpus.
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS) $(SUPPORT_SRC) $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
-	    -o $@ $< $(LIB_SRC) -pthread
+	    -o $@ $< $(LIB_SRC) $(SUPPORT_SRC) -pthread
 
 fuzz:
 	$(call deps_then,$(DEPS_CHECK),$(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%))

@@ -2,12 +2,18 @@
 # `make bench` / `make bench-full` / `make bench-smoke` drivers.  Included by
 # the top-level Makefile.
 #
-# A program P is built from bench/P.c plus the optional extra sources named
-# in P_EXTRA (C or C++), linked once per malloc in P_MALLOCS (default
+# The tree: harness/ (the clock, rows, flags and allocators every program
+# shares), programs/ (one file per program, plus its own helpers named after
+# it), peers/ (the other tables and allocators, one adapter each), scripts/
+# (the drivers), report/ (REPORT.md and the plots), ruby/ and lua/ (the
+# interpreters' scripts), results/ (the committed run).
+#
+# A program P is built from bench/programs/P.c plus the optional extra sources
+# named in P_EXTRA (C or C++), linked once per malloc in P_MALLOCS (default
 # BENCH_MALLOCS):
 #   build/bench/khl-bench-P-glibc, -tcmalloc, -jemalloc, -mimalloc
-# and run by bench/run.sh once per malloc, then on khl_pool over glibc unless
-# P_POOL is no.  BENCH_JOBS is that plan, passed to run.sh.
+# and run by bench/scripts/run.sh once per malloc, then on khl_pool over
+# glibc unless P_POOL is no.  BENCH_JOBS is that plan, passed to run.sh.
 
 BENCH_MALLOCS  = glibc tcmalloc jemalloc mimalloc
 MALLOC_LIBS_glibc    =
@@ -15,31 +21,34 @@ MALLOC_LIBS_tcmalloc = -ltcmalloc_minimal
 MALLOC_LIBS_jemalloc = -ljemalloc
 MALLOC_LIBS_mimalloc = -lmimalloc
 
-BENCH_PROGS   ?= $(patsubst bench/prog_%.c,%,$(wildcard bench/prog_*.c))
+# fastmm is not among them: one binary for every malloc (below).
+BENCH_PROGS   ?= churn large objmodel peers seeds
 BENCH_CFLAGS   = -std=gnu11 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -I. -Ibench
 BENCH_LIBS     = -lm -pthread
-BENCH_COMMON   = $(BUILD)/bench/obj/bench.o $(BUILD)/bench/obj/alloc.o
+BENCH_COMMON   = $(BUILD)/bench/obj/harness/bench.o $(BUILD)/bench/obj/harness/alloc.o \
+                 $(BUILD)/bench/obj/harness/keys.o $(SUPPORT_OBJ)
+BENCH_HEADERS  = $(wildcard bench/*/*.h) $(SUPPORT_HEADERS) $(HEADERS)
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
                  libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
                  gnuplot-nox libxxhash-dev pkg-config
 
 # Per-program extra sources and libraries (each program's author owns its lines).
 # They must be set before the link rules below are generated.
-seeds_EXTRA = bench/seeds_boost.cpp
+seeds_EXTRA = bench/peers/boost_pool.cpp
 seeds_LIBS  =
-large_EXTRA = bench/peer_absl.cpp bench/peer_mruby.c bench/large_lf77.c
+large_EXTRA = bench/peers/adapter.c bench/peers/flat.cpp bench/peers/mruby.c \
+              bench/programs/large_lf77.c
 large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
 # One large table is table work, not allocator work (a rebuild is one
 # allocation), and the report reads its glibc rows only: glibc only, which
 # keeps `make bench` near 8 minutes with peers.
 large_MALLOCS = glibc
 large_POOL    = no
-$(BUILD)/bench/obj/large_lf77.o: bench/prog_large.c
 churn_EXTRA =
 churn_LIBS  =
 # peers compares tables, not mallocs, and counts memory as glibc spends it.
-peers_EXTRA   = bench/peer_flat.cpp
+peers_EXTRA   = bench/peers/adapter.c bench/peers/flat.cpp
 peers_LIBS    = $(shell pkg-config --libs absl_flat_hash_map)
 peers_MALLOCS = glibc
 peers_POOL    = no
@@ -50,28 +59,28 @@ BENCH_JOBS = $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$
 
 .PHONY: bench bench-full bench-smoke bench-build
 
-$(BUILD)/bench/obj/%.o: bench/%.c bench/*.h $(HEADERS)
+$(BUILD)/bench/obj/%.o: bench/%.c $(BENCH_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -c $< -o $@
 
-$(BUILD)/bench/obj/%.o: bench/%.cpp bench/*.h $(HEADERS)
+$(BUILD)/bench/obj/%.o: bench/%.cpp $(BENCH_HEADERS)
 	@mkdir -p $(@D)
 	$(CXX) $(BENCH_CXXFLAGS) -c $< -o $@
 
 # The only object that differs between a program's binaries: its malloc's name.
-$(BUILD)/bench/obj/malloc-%.o: bench/malloc_name.c
+$(BUILD)/bench/obj/malloc-%.o: bench/harness/malloc_name.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -DBENCH_MALLOC_NAME='"$*"' -c $< -o $@
 
 # One link rule per (program, malloc).
 define BENCH_LINK
-$(BUILD)/bench/khl-bench-$(1)-$(2): $(BUILD)/bench/obj/prog_$(1).o $$(patsubst bench/%,$(BUILD)/bench/obj/%.o,$$(basename $$($(1)_EXTRA))) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-$(2).o $(LIB)
+$(BUILD)/bench/khl-bench-$(1)-$(2): $(BUILD)/bench/obj/programs/$(1).o $$(patsubst bench/%,$(BUILD)/bench/obj/%.o,$$(basename $$($(1)_EXTRA))) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-$(2).o $(LIB)
 	$$(CXX) -o $$@ $$^ $$($(1)_LIBS) $(BENCH_LIBS) $(MALLOC_LIBS_$(2))
 BENCH_BINS += $(BUILD)/bench/khl-bench-$(1)-$(2)
 endef
 $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(eval $(call BENCH_LINK,$(p),$(m)))))
 
-# seed_fastmm (bench/fastmm.c): one binary on glibc that loads the other
+# seed_fastmm (bench/programs/fastmm.c): one binary on glibc that loads the other
 # mallocs itself, so every contender runs in one process.  The library's
 # sources are compiled into it with -flto, so the pool's fast paths can
 # inline into the loop (its khl_pool_inline rows), as in a program linking
@@ -79,13 +88,13 @@ $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(eval $(call 
 # (khl_pool_direct: ordinary calls).
 FASTMM_BIN = $(BUILD)/bench/khl-bench-fastmm
 FASTMM_OBJ = $(LIB_SRC:khashlite/%.c=$(BUILD)/bench/obj/lto/%.o) $(BUILD)/bench/obj/lto/fastmm.o \
-             $(BUILD)/bench/obj/fastmm_direct.o
+             $(BUILD)/bench/obj/programs/fastmm_direct.o
 
 $(BUILD)/bench/obj/lto/%.o: khashlite/%.c $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -flto -c $< -o $@
 
-$(BUILD)/bench/obj/lto/fastmm.o: bench/fastmm.c bench/*.h $(HEADERS)
+$(BUILD)/bench/obj/lto/fastmm.o: bench/programs/fastmm.c $(BENCH_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -flto -c $< -o $@
 
@@ -93,7 +102,7 @@ $(FASTMM_BIN): $(FASTMM_OBJ) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o
 	$(CC) -O2 -flto -o $@ $^ $(BENCH_LIBS) -ldl
 BENCH_BINS += $(FASTMM_BIN)
 
-$(BUILD)/bench/khl-bench-report: bench/report.c
+$(BUILD)/bench/khl-bench-report: bench/report/report.c
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm
 
@@ -101,10 +110,10 @@ bench-build: $(BENCH_BINS) $(BUILD)/bench/khl-bench-report
 
 bench:
 	$(call deps_then,$(BENCH_DEPS),bench-build)
-	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh standard
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/scripts/run.sh standard
 bench-full:
 	$(call deps_then,$(BENCH_DEPS),bench-build)
-	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh full
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/scripts/run.sh full
 bench-smoke:
 	$(call deps_then,$(BENCH_DEPS),bench-build)
-	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/run.sh smoke
+	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/scripts/run.sh smoke

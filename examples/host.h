@@ -123,7 +123,7 @@ static inline int host_open(host_t *h, const host_reserve_t *plan, size_t n_plan
     return 0;
 }
 
-/* The malloc behind "libc": bench/interp.sh preloads the others. */
+/* The malloc behind "libc": bench/scripts/interp.sh preloads the others. */
 static inline const char *host_libc_name(void)
 {
     const char *pre = getenv("LD_PRELOAD");

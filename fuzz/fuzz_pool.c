@@ -12,42 +12,10 @@
 #include <string.h>
 
 #include "khashlite/khl_pool.h"
+#include "input.h"
+#include "support/check_alloc.h"
 
 #define SLOTS 64
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_pool: %s failed at line %d\n", #c, __LINE__); abort(); } } while (0)
-
-typedef struct input {
-    const uint8_t *p;
-    size_t front, back;
-} input_t;
-
-static int next(input_t *in)
-{
-    return in->front < in->back ? in->p[in->front++] : -1;
-}
-
-typedef struct backing {
-    khl_allocator_t a;
-    input_t *in;
-    size_t live;
-} backing_t;
-
-static void *backing_fn(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    backing_t *b = ud;
-    if (nsize == 0) {
-        if (ptr)
-            b->live -= osize;
-        free(ptr);
-        return NULL;
-    }
-    if (b->in->back > b->in->front && b->in->p[--b->in->back] < 32)
-        return NULL;
-    void *q = realloc(ptr, nsize);
-    if (q)
-        b->live += nsize - (ptr ? osize : 0);
-    return q;
-}
 
 typedef struct block { unsigned char *p; size_t n; } block_t;
 
@@ -85,9 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    input_t in = {data + 1, 0, size - 1};
-    backing_t bk = {{backing_fn, NULL}, &in, 0};
-    bk.a.ud = &bk;
+    input_t in = {data + 1, 0, size - 1, 32};
+    check_alloc_t bk;
+    check_alloc_init(&bk, NULL, CHECK_SIZES | CHECK_POISON | CHECK_NO_RESIZE);
+    bk.fail_if = input_fails;
+    bk.fail_ctx = &in;
     khl_pool_options_t opt;
     memset(&opt, 0, sizeof opt);
     opt.backing = &bk.a;
@@ -98,18 +68,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opt.chunk_bytes = 16384;
     }
     khl_pool_t *p = khl_pool_new(&opt);
-    if (!p)
+    if (!p) {
+        check_alloc_fini(&bk);
         return 0;
+    }
     block_t blocks[SLOTS];
     memset(blocks, 0, sizeof blocks);
     int op;
-    while ((op = next(&in)) >= 0) {
+    while ((op = next_op(&in)) >= 0) {
         size_t slot = (size_t)(op >> 3) % SLOTS;
         block_t *b = &blocks[slot];
         switch (op & 7) {
         case 0: case 1:
             if (!b->p) {
-                size_t n = size_of(next(&in), next(&in));
+                size_t n = size_of(next_op(&in), next_op(&in));
                 b->p = (op & 7) ? khl_pool_calloc(p, 1, n) : khl_pool_alloc(p, n);
                 if (b->p) {
                     b->n = n;
@@ -133,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         case 4: case 5: {
-            size_t n = size_of(next(&in), next(&in));
+            size_t n = size_of(next_op(&in), next_op(&in));
             unsigned char *q = (op & 1) ? khl_pool_realloc_unsized(p, b->p, n)
                                         : khl_pool_realloc(p, b->p, b->p ? b->n : 0, n);
             if (q) {
@@ -150,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 6: {
             khl_pool_stats_t before, after;
             khl_pool_stats(p, &before);
-            if (khl_pool_reserve(p, size_of(next(&in), 0), (size_t)(op >> 3)) < 0) {
+            if (khl_pool_reserve(p, size_of(next_op(&in), 0), (size_t)(op >> 3)) < 0) {
                 khl_pool_stats(p, &after);
                 CHECK(after.system_bytes == before.system_bytes);
             }
@@ -176,6 +148,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     khl_pool_stats(p, &s);
     CHECK(s.in_use_bytes == 0);
     khl_pool_destroy(p);
-    CHECK(bk.live == 0);
+    check_alloc_fini(&bk);
     return 0;
 }

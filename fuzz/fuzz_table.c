@@ -11,60 +11,18 @@
 #include <string.h>
 
 #include "khashlite/khashlite.h"
+#include "input.h"
+#include "support/check_alloc.h"
 
 #define NKEYS 1024
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz_table: %s failed at line %d\n", #c, __LINE__); abort(); } } while (0)
+#define MODEL_KEYS NKEYS
+#include "support/table_model.h"
 
 KHL_MAP_INIT_INT(fm, uint32_t)
 KHL_SET_INIT_STR(fs)
 KHL_INIT_LAYOUT(f3, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SPLIT3)
 
-typedef struct input {
-    const uint8_t *p;
-    size_t front, back;      /* ops are read from the front, failure bytes from the back */
-} input_t;
-
-static int next_op(input_t *in)
-{
-    return in->front < in->back ? in->p[in->front++] : -1;
-}
-
-/* Allocator that fails when the input says so and counts live blocks. */
-typedef struct fuzz_alloc {
-    khl_allocator_t a;
-    input_t *in;
-    long live;
-} fuzz_alloc_t;
-
-static void *fuzz_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    fuzz_alloc_t *f = ud;
-    (void)osize;
-    if (nsize == 0) {
-        if (ptr)
-            f->live--;
-        free(ptr);
-        return NULL;
-    }
-    if (f->in->back > f->in->front && f->in->p[--f->in->back] < 24)
-        return NULL;                       /* about one allocation in ten fails */
-    void *q = realloc(ptr, nsize);
-    if (q && !ptr)
-        f->live++;
-    return q;
-}
-
 static char strkeys[NKEYS][12];
-
-typedef struct model {
-    unsigned char present[NKEYS];
-    uint32_t val[NKEYS];
-    uint32_t size;
-} model_t;
-
-/* The value of bucket k as a uint32_t lvalue; sets have none. */
-#define MAP_VAL(name, h, k) (*(uint32_t *)(void *)&khl_val(name, h, k))
-#define SET_VAL(name, h, k) (*(uint32_t *)NULL)
 
 /* One fuzz run for a table type whose keys come from KEYOF(id); the table's
  * invariants are checked after every step. */
@@ -72,10 +30,12 @@ typedef struct model {
     static void fn(input_t *in)                                                         \
     {                                                                                   \
         static model_t m;                                                               \
-        fuzz_alloc_t fa = {{fuzz_allocf, NULL}, in, 0};                                 \
+        check_alloc_t fa;                                                               \
         khl_t(name) h, c;                                                               \
         int op;                                                                         \
-        fa.a.ud = &fa;                                                                  \
+        check_alloc_init(&fa, NULL, CHECK_SIZES | CHECK_POISON);                        \
+        fa.fail_if = input_fails;                                                       \
+        fa.fail_ctx = in;                                                               \
         memset(&m, 0, sizeof m);                                                        \
         khl_init(name, &h, &fa.a);                                                      \
         for (unsigned step = 0; (op = next_op(in)) >= 0; ++step) {                      \
@@ -148,7 +108,7 @@ typedef struct model {
         for (uint32_t id = 0; id < NKEYS; ++id)                                         \
             CHECK((khl_get(name, &h, KEYOF(id)) != khl_end(name, &h)) == m.present[id]); \
         khl_destroy(name, &h);                                                          \
-        CHECK(fa.live == 0);                                                            \
+        check_alloc_fini(&fa);                                                          \
     }
 
 #define INT_KEY(id) ((uint32_t)(id) * 2654435761u)
@@ -170,9 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 1)
         return 0;
-    input_t in = {data + 1, 0, size - 1};
-    /* Half the input drives operations, the other half allocation failures. */
-    in.back = size - 1;
+    input_t in = {data + 1, 0, size - 1, 24};   /* about one allocation in ten fails */
     switch (data[0] % 3) {
     case 0: run_fm(&in); break;
     case 1: run_fs(&in); break;

@@ -115,7 +115,7 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * the call that takes it, in one system call (MADV_POPULATE_WRITE; a
      * touch per page on kernels before 5.14), and no later allocation of
      * it waits for a page fault.  That call costs about 2 us per 4 KiB page
-     * (60 us per 128 KiB chunk on the VM measured: bench/fastmm.c,
+     * (60 us per 128 KiB chunk on the VM measured: bench/programs/fastmm.c,
      * pool_latency), once per 1024 or more allocations, so the 99.9th
      * percentile of 100 B allocations stays at the fast path's.  Larger
      * blocks would bring the chunk-taking call every few dozen allocations

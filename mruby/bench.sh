@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # mruby/bench.sh MODE CSV: the `mruby` section of `make bench` (called by
-# bench/run.sh).  Times mruby 3.1 stock, khl (iv tables on khashlite) and khl
-# on khl_pool running mruby's own benchmark/*.rb (those that take about a
+# bench/scripts/run.sh).  Times mruby 3.1 stock, khl (iv tables on khashlite)
+# and khl on khl_pool running mruby's own benchmark/*.rb (those that take about a
 # second or less: ao_render, fib at 30, so_lists at a third of its size;
 # app_lc_fizzbuzz takes a minute and is left out) and bench/ruby/*.rb,
-# and appends rows in bench/bench.h's columns to CSV:
+# and appends rows in bench/harness/bench.h's columns to CSV:
 #   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
 #              n = size: seconds and peak_rss_kb (median, min, max of the
 #              repetitions, the three builds interleaved), ratio_vs_stock

@@ -1,5 +1,5 @@
-/* support.c: the counting, checking, failing test allocator, and where the
- * build directory is. */
+/* support.c: the suites' allocator setup, where the build directory is, and
+ * the probe walk (support.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "support.h"
 
@@ -9,79 +9,25 @@
 #include <string.h>
 #include <unistd.h>
 
-static void forget(test_alloc_t *t, void *p, size_t osize)
+static void fail_test(const char *msg)
 {
-    size_t i;
-    for (i = 0; i < t->n_live; ++i)
-        if (t->live[i].p == p)
-            break;
-    cr_assert(i < t->n_live, "free of %p, which this allocator does not hold", p);
-    cr_assert_eq(t->live[i].n, osize, "free of %p with osize %zu, allocated as %zu",
-                 p, osize, t->live[i].n);
-    t->live[i] = t->live[--t->n_live];
-    t->live_bytes -= osize;
+    cr_assert_fail("%s", msg);
 }
 
-static void remember(test_alloc_t *t, void *p, size_t n)
+void test_check_init(check_alloc_t *c, unsigned flags)
 {
-    if (t->n_live == t->cap_live) {
-        t->cap_live = t->cap_live ? t->cap_live * 2 : 16;
-        t->live = realloc(t->live, t->cap_live * sizeof *t->live);
-        cr_assert(t->live != NULL);
-    }
-    t->live[t->n_live].p = p;
-    t->live[t->n_live].n = n;
-    t->n_live++;
-    t->live_bytes += n;
-    if (t->n_live > t->max_live_blocks)
-        t->max_live_blocks = t->n_live;
-}
-
-static void *test_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    test_alloc_t *t = ud;
-    void *q;
-    if (nsize == 0) {
-        if (ptr) {
-            forget(t, ptr, osize);
-            memset(ptr, 0xDD, osize);   /* use after free reads garbage */
-            free(ptr);
-            t->frees++;
-        }
-        return NULL;
-    }
-    t->attempts++;
-    if (t->fail_at && (t->attempts == t->fail_at || (t->fail_after && t->attempts > t->fail_at)))
-        return NULL;
-    q = malloc(nsize);
-    if (!q)
-        return NULL;
-    memset(q, 0xA5, nsize);             /* nothing may rely on zeroed memory */
-    if (ptr) {
-        memcpy(q, ptr, osize < nsize ? osize : nsize);
-        forget(t, ptr, osize);
-        memset(ptr, 0xDD, osize);
-        free(ptr);
-        t->frees++;
-    }
-    remember(t, q, nsize);
-    t->allocs++;
-    return q;
+    check_alloc_init(c, NULL, flags);
+    c->report = fail_test;
 }
 
 void test_alloc_init(test_alloc_t *t)
 {
-    memset(t, 0, sizeof *t);
-    t->a.fn = test_allocf;
-    t->a.ud = t;
+    test_check_init(t, CHECK_SIZES | CHECK_POISON);
 }
 
 void test_alloc_fini(test_alloc_t *t)
 {
-    cr_assert_eq(t->n_live, 0, "%zu blocks leaked", t->n_live);
-    cr_assert_eq(t->live_bytes, 0);
-    free(t->live);
-    t->live = NULL;
+    check_alloc_fini(t);
 }
 
 void test_build_path(char *buf, size_t size, const char *rel)
@@ -97,4 +43,31 @@ void test_build_path(char *buf, size_t size, const char *rel)
     }
     int len = snprintf(buf, size, "%s/%s", self, rel);
     cr_assert(len > 0 && (size_t)len < size, "build path too long");
+}
+
+uint32_t test_home_group(const khl_block_t *b, uint64_t hash)
+{
+    uint32_t groups = b->n_buckets > KHL_GROUP_WIDTH ? b->n_buckets / KHL_GROUP_WIDTH : 1;
+    return (uint32_t)(hash >> b->shift) & (groups - 1);
+}
+
+uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
+{
+    const unsigned W = KHL_GROUP_WIDTH;
+    const unsigned char *ctrl = (const unsigned char *)(b + 1);
+    uint32_t nb = b->n_buckets, groups = nb > W ? nb / W : 1;
+    uint32_t g = test_home_group(b, hash), step = 0, n = 1;
+    for (;;) {
+        if (target != UINT32_MAX) {
+            if (target / W == g)
+                return n;
+        } else {
+            for (uint32_t i = 0; i < W && g * W + i < nb; ++i)
+                if (ctrl[g * W + i] == 0x80)     /* an empty bucket ends a miss */
+                    return n;
+        }
+        g = (g + ++step) & (groups - 1);
+        if (++n > groups + 1)
+            return n;
+    }
 }

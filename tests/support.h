@@ -1,6 +1,7 @@
-/* support.h: test helpers shared by the suites: a counting allocator that
- * checks every free's osize, fills blocks with garbage, and fails on demand;
- * and a small deterministic PRNG. */
+/* support.h: what the Criterion suites share: the checking allocator
+ * (support/check_alloc.h) reporting through Criterion, the project's PRNG
+ * (support/prng.h), the build directory, and the probe walk the tests use to
+ * measure the table from outside its code. */
 #ifndef KHL_TEST_SUPPORT_H
 #define KHL_TEST_SUPPORT_H
 
@@ -8,21 +9,23 @@
 #include <stdint.h>
 
 #include "khashlite/khashlite.h"
+#include "support/check_alloc.h"
+#include "support/prng.h"
 
-typedef struct test_block { void *p; size_t n; } test_block_t;
-
-typedef struct test_alloc {
-    khl_allocator_t a;          /* hand &t->a to khl_init */
-    uint64_t attempts;          /* allocation requests seen, failed ones included */
-    uint64_t allocs, frees;     /* successful allocations and frees */
-    uint64_t fail_at;           /* fail the fail_at-th attempt (1-based); 0 never */
-    int fail_after;             /* with fail_at: also fail every attempt after it */
-    size_t live_bytes, max_live_blocks;
-    test_block_t *live;         /* registry of live blocks, to check osize */
-    size_t n_live, cap_live;
-} test_alloc_t;
-
+/* check_alloc with every check (exact sizes, poison, resizes that move);
+ * a broken invariant fails the test. */
+typedef check_alloc_t test_alloc_t;
 void test_alloc_init(test_alloc_t *t);
+/* Declares table h of type `name` on a fresh test allocator t, both empty. */
+#define TEST_TABLE(name, h, t)                                                        \
+    test_alloc_t t;                                                                   \
+    khl_t(name) h;                                                                    \
+    test_alloc_init(&t);                                                              \
+    khl_init(name, &h, &t.a)
+
+/* check_alloc on malloc with the given CHECK_* flags, failing the test on a
+ * broken invariant. */
+void test_check_init(check_alloc_t *c, unsigned flags);
 /* Asserts nothing is live, then releases the registry. */
 void test_alloc_fini(test_alloc_t *t);
 
@@ -31,13 +34,16 @@ void test_alloc_fini(test_alloc_t *t);
  * programs and the library are found this way whatever BUILD is. */
 void test_build_path(char *buf, size_t size, const char *rel);
 
-/* xorshift64*: reproducible sequences for randomised tests. */
-static inline uint64_t test_rand(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
+/* --- the probe sequence, walked independently of the table's code ---------
+ * Group g of a table holds buckets g*W .. g*W+W-1 (W = KHL_GROUP_WIDTH); a
+ * hash's home group is its top bits (hash >> shift); the walk visits home,
+ * home+1, home+3, home+6, ... (triangular steps) modulo the groups. */
+
+/* The home group of `hash` in block b. */
+uint32_t test_home_group(const khl_block_t *b, uint64_t hash);
+/* Groups a lookup of `hash` visits, its home included: to reach bucket
+ * `target`'s group, or, with target UINT32_MAX (a miss), to the first group
+ * with an empty bucket.  groups + 1 when it never gets there. */
+uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target);
 
 #endif

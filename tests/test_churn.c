@@ -13,25 +13,6 @@ KHL_MAP_INIT_INT64(cm, uint32_t)
 
 #define W KHL_GROUP_WIDTH
 
-/* Groups a lookup of `hash` visits before it stops (found or empty group),
- * walked here independently of the table's code. */
-static uint32_t probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
-{
-    const unsigned char *ctrl = (const unsigned char *)(b + 1);
-    uint32_t nb = b->n_buckets, groups = nb > W ? nb / W : 1;
-    uint32_t g = (uint32_t)(hash >> b->shift) & (groups - 1), step = 0, n = 1;
-    for (;;) {
-        if (target != UINT32_MAX && target / W == g)
-            return n;
-        for (uint32_t i = 0; i < W && g * W + i < nb; ++i)
-            if (ctrl[g * W + i] == 0x80)
-                return n;
-        g = (g + ++step) & (groups - 1);
-        if (++n > groups + 1)
-            return n;
-    }
-}
-
 /* Longest probe of any present key, and of `misses` absent keys. */
 static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t misses)
 {
@@ -39,11 +20,11 @@ static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t mi
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, h, k))
             continue;
-        uint32_t p = probe_groups(h->b, khl_hash_u32(khl_key(cs, h, k)), k);
+        uint32_t p = test_probe_groups(h->b, khl_hash_u32(khl_key(cs, h, k)), k);
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < misses; ++i) {
-        uint32_t p = probe_groups(h->b, khl_hash_u32(miss_base + i), UINT32_MAX);
+        uint32_t p = test_probe_groups(h->b, khl_hash_u32(miss_base + i), UINT32_MAX);
         worst = p > worst ? p : worst;
     }
     return worst;
@@ -51,10 +32,7 @@ static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t mi
 
 Test(churn, insert_delete_pairs_stay_bounded, .timeout = 20)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(cs) h;
-    khl_init(cs, &h, &t.a);
+    TEST_TABLE(cs, h, t);
     for (uint32_t i = 0; i < 20; ++i)
         khl_put(cs, &h, i, NULL);
     uint32_t max_nb = 0;
@@ -107,7 +85,7 @@ Test(churn, probing_wraps_past_the_last_group)
     /* Keys whose home is the last group: W fill it, 6 more wrap to group 0. */
     uint32_t home_last[W + 6], n = 0;
     for (uint32_t x = 1; n < W + 6; ++x)
-        if (((uint32_t)(khl_hash_u32(x) >> h.b->shift) & last) == last)
+        if (test_home_group(h.b, khl_hash_u32(x)) == last)
             home_last[n++] = x;
     for (uint32_t i = 0; i < W + 6; ++i)
         khl_put(cs, &h, home_last[i], NULL);
@@ -150,12 +128,12 @@ static void check_pattern(uint32_t start, uint32_t stride, uint32_t count)
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, &h, k))
             continue;
-        uint32_t p = probe_groups(h.b, khl_hash_u32(khl_key(cs, &h, k)), k);
+        uint32_t p = test_probe_groups(h.b, khl_hash_u32(khl_key(cs, &h, k)), k);
         hits += p;
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < 20000; ++i) {
-        uint32_t p = probe_groups(h.b, khl_hash_u32(0x7fff0000u + i * 3u), UINT32_MAX);
+        uint32_t p = test_probe_groups(h.b, khl_hash_u32(0x7fff0000u + i * 3u), UINT32_MAX);
         misses += p;
         worst = p > worst ? p : worst;
     }

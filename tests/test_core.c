@@ -48,7 +48,7 @@ Test(core, sse2_and_portable_groups_agree)
     uint64_t s = 99;
     for (int round = 0; round < 2000; ++round) {
         for (uint32_t i = 0; i < W; ++i) {
-            uint64_t r = test_rand(&s);
+            uint64_t r = prng_next(&s);
             bytes[i] = r & 1 ? special[(r >> 8) % sizeof special] : (unsigned char)(r >> 16);
         }
         check_group_pair(bytes);
@@ -104,10 +104,7 @@ Test(core, first_blocks_fit_88_bytes)
 Test(core, a_life_of_up_to_8_keys_is_one_allocation)
 {
     for (uint32_t n = 1; n <= 8; ++n) {
-        test_alloc_t t;
-        test_alloc_init(&t);
-        khl_t(c32) h;
-        khl_init(c32, &h, &t.a);
+        TEST_TABLE(c32, h, t);
         for (uint32_t i = 0; i < n; ++i)
             khl_val(c32, &h, khl_put(c32, &h, i * 0x9E3779B9u, NULL)) = i;
         for (uint32_t i = 0; i < n; ++i)
@@ -200,10 +197,7 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
     static const size_t sizes[] = {14, 100, 1000, 5000};
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
         size_t n = sizes[s];
-        test_alloc_t t;
-        test_alloc_init(&t);
-        khl_t(c32) h;
-        khl_init(c32, &h, &t.a);
+        TEST_TABLE(c32, h, t);
         cr_assert_eq(khl_reserve(c32, &h, n), 0);
         for (uint32_t i = 0; i < n; ++i)
             khl_put(c32, &h, i, NULL);
@@ -213,7 +207,7 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
         uint32_t next = (uint32_t)n;
         for (int step = 0; step < 200000; ++step) {
             /* Delete a random present key, then put a new one: n keys always. */
-            uint32_t victim = (uint32_t)(test_rand(&r) % next);
+            uint32_t victim = (uint32_t)(prng_next(&r) % next);
             if (khl_del_key(c32, &h, victim) == 0)
                 continue;
             int ret;
@@ -257,7 +251,7 @@ Test(core, a_named_allocator_allocates_as_the_hook_does)
         switch (step) {
         case 0:   /* grow from nothing through every size */
             for (int i = 0; i < 5000; ++i) {
-                uint64_t k = test_rand(&r);
+                uint64_t k = prng_next(&r);
                 khl_val(c64, &a, khl_put(c64, &a, k, NULL)) = k;
                 khl_val(n64, &n, khl_put(n64, &n, k, NULL)) = k;
             }
@@ -271,7 +265,7 @@ Test(core, a_named_allocator_allocates_as_the_hook_does)
                     cr_assert_eq(khl_del_key(n64, &n, key), 1);
                 }
             for (int i = 0; i < 3000; ++i) {
-                uint64_t key = test_rand(&r);
+                uint64_t key = prng_next(&r);
                 khl_val(c64, &a, khl_put(c64, &a, key, NULL)) = key;
                 khl_val(n64, &n, khl_put(n64, &n, key, NULL)) = key;
             }
@@ -366,10 +360,7 @@ KHL_INIT(lines, line_t, uint32_t, 1, line_hash, line_eq)
 
 Test(core, over_aligned_keys_are_aligned_in_memory)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(lines) h;
-    khl_init(lines, &h, &t.a);
+    TEST_TABLE(lines, h, t);
     for (uint32_t i = 0; i < 3000; ++i) {
         line_t k = {i * 7u};
         khl_iter_t it = khl_put(lines, &h, k, NULL);
@@ -400,17 +391,11 @@ Test(core, over_aligned_keys_are_aligned_in_memory)
 /* Average groups a lookup of each key walks in h (its own group included). */
 static double mean_walk(const khl_t(cs64) *h, const uint64_t *keys, uint32_t n)
 {
-    uint32_t nb = h->b->n_buckets, gmask = nb / W - 1;
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; ++i) {
         khl_iter_t k = khl_get(cs64, h, keys[i]);
         cr_assert_neq(k, khl_end(cs64, h));
-        uint32_t g = (uint32_t)(khl_hash_u64(keys[i]) >> h->b->shift) & gmask, step = 0, walk = 1;
-        while (g != k / W) {
-            g = (g + ++step) & gmask;
-            walk++;
-        }
-        total += walk;
+        total += test_probe_groups(h->b, khl_hash_u64(keys[i]), k);
     }
     return (double)total / n;
 }
@@ -435,15 +420,14 @@ Test(core, integer_keys_crafted_under_one_seed_are_ordinary_under_another)
     khl_t(cs64) probe;
     khl_init(cs64, &probe, NULL);
     cr_assert_eq(khl_reserve(cs64, &probe, 4 * NCRAFT), 0);
-    uint32_t shift = probe.b->shift, gmask = probe.b->n_buckets / W - 1;
-    khl_destroy(cs64, &probe);
     uint32_t n = 0;
     for (uint64_t x = 1; n < NCRAFT; ++x)
-        if (((uint32_t)(khl_hash_u64(x) >> shift) & gmask) == 0)
+        if (test_home_group(probe.b, khl_hash_u64(x)) == 0)
             crafted[n++] = x;
+    khl_destroy(cs64, &probe);
     uint64_t s = 5;
     for (uint32_t i = 0; i < NCRAFT; ++i)
-        ordinary[i] = test_rand(&s);
+        ordinary[i] = prng_next(&s);
     double attacked = fill_and_walk(crafted, NCRAFT);
     cr_assert_gt(attacked, 20.0, "the crafted keys must really collide under seed 1 (%.1f groups)",
                  attacked);

@@ -24,6 +24,8 @@ KHL_INIT_LAYOUT(dstrsplit3, const char *, uint32_t, 1, khl_hash_str, khl_eq_str,
 KHL_INIT_LAYOUT(ds64split2, uint64_t, char, 0, khl_hash_u64, khl_eq_int, KHL_LAYOUT_SPLIT2)
 
 #define NKEYS 600
+#define MODEL_KEYS NKEYS
+#include "support/table_model.h"
 
 /* Key spaces: key id i <-> key value.  Ints are scattered, int64 use the
  * high bits, strings are distinct buffers so equality is by content. */
@@ -37,22 +39,12 @@ static void make_keys(void)
     uint64_t s = 0x1234567;
     khl_seed(42);
     for (int i = 0; i < NKEYS; ++i) {
-        keys32[i] = (uint32_t)test_rand(&s) | 1u;
+        keys32[i] = (uint32_t)prng_next(&s) | 1u;
         keys64[i] = ((uint64_t)i << 41) ^ (uint64_t)i;
         snprintf(strbuf[i], sizeof strbuf[i], "key-%d-%x", i, i * 2654435761u);
         keysstr[i] = strbuf[i];
     }
 }
-
-typedef struct model {
-    unsigned char present[NKEYS];
-    uint32_t val[NKEYS];
-    uint32_t size;
-} model_t;
-
-/* The value of bucket k as a uint32_t lvalue; sets have none. */
-#define MAP_VAL(name, h, k) (*(uint32_t *)(void *)&khl_val(name, h, k))
-#define SET_VAL(name, h, k) (*(uint32_t *)NULL)
 
 /* One differential run, written once for every table type.  IS_MAP selects
  * value checks, VAL reads a value.  FAILK > 0 makes the FAILK-th allocation fail and checks the
@@ -70,7 +62,7 @@ typedef struct model {
         t.fail_at = failk;                                                                \
         khl_init(name, &h, &t.a);                                                         \
         for (int step = 0; step < steps; ++step) {                                        \
-            uint64_t r = test_rand(&seed);                                                \
+            uint64_t r = prng_next(&seed);                                                \
             int id = (int)((r >> 8) % (step % 2000 < 1000 ? NKEYS : NKEYS / 8));          \
             unsigned op = (unsigned)(r % 1000);                                           \
             khl_block_t *before = h.b;                                                      \
@@ -136,7 +128,7 @@ typedef struct model {
                 failed = 1;                                                               \
             }                                                                             \
             cr_assert_eq(khl_size(name, &h), m.size, "step %d size", step);               \
-            cr_assert_eq(t.n_live, h.b ? (size_t)(LIVE) : 0u, "step %d live blocks", step); \
+            cr_assert_eq(t.live_blocks, h.b ? (size_t)(LIVE) : 0u, "step %d live blocks", step); \
             if (step % 64 == 0 || fail) {                                                 \
                 uint32_t seen = 0;                                                        \
                 cr_assert_eq(khl_check(name, &h), 0, "step %d invariants", step);         \

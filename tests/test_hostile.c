@@ -22,16 +22,11 @@ static char coll[NCOLL][24];
 /* Groups the lookup of each key walks; the longest. */
 static uint32_t max_probe(const khl_t(hs) *h)
 {
-    uint32_t nb = h->b->n_buckets, gmask = nb / W - 1, worst = 0;
+    uint32_t nb = h->b->n_buckets, worst = 0;
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(hs, h, k))
             continue;
-        uint64_t hash = khl_hash_str(khl_key(hs, h, k));
-        uint32_t g = (uint32_t)(hash >> h->b->shift) & gmask, step = 0, n = 1;
-        while (g != k / W) {
-            g = (g + ++step) & gmask;
-            n++;
-        }
+        uint32_t n = test_probe_groups(h->b, khl_hash_str(khl_key(hs, h, k)), k);
         cr_assert_leq(n, nb / W, "a key outside its probe sequence");
         worst = n > worst ? n : worst;
     }
@@ -43,7 +38,6 @@ Test(hostile, colliding_strings_under_a_known_seed_only)
     khl_t(hs) h;
     khl_init(hs, &h, NULL);
     cr_assert_eq(khl_reserve(hs, &h, NCOLL), 0);
-    uint32_t gmask = khl_n_buckets(hs, &h) / W - 1, shift = h.b->shift;
 
     /* The attacker's search: strings whose XXH3 under seed 1 all pick group 0. */
     khl_seed(1);
@@ -51,7 +45,7 @@ Test(hostile, colliding_strings_under_a_known_seed_only)
     for (unsigned long i = 0; found < NCOLL; ++i) {
         char s[24];
         snprintf(s, sizeof s, "attack-%lu", i);
-        if (((uint32_t)(khl_hash_str(s) >> shift) & gmask) == 0)
+        if (test_home_group(h.b, khl_hash_str(s)) == 0)
             memcpy(coll[found++], s, sizeof s);
         cr_assert_lt(i, 100000000ul, "brute force did not converge");
     }
@@ -77,10 +71,7 @@ Test(hostile, colliding_strings_under_a_known_seed_only)
 
 Test(hostile, reserve_beyond_the_allocator_fails_cleanly)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(hi) h;
-    khl_init(hi, &h, &t.a);
+    TEST_TABLE(hi, h, t);
     for (uint32_t i = 0; i < 100; ++i)
         khl_put(hi, &h, i, NULL);
     khl_block_t *block = h.b;
@@ -104,10 +95,7 @@ Test(hostile, reserve_beyond_the_allocator_fails_cleanly)
 
 Test(hostile, zero_sized_requests)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(hi) h;
-    khl_init(hi, &h, &t.a);
+    TEST_TABLE(hi, h, t);
     cr_assert_eq(khl_reserve(hi, &h, 0), 0);
     cr_assert_eq(khl_shrink(hi, &h), 0);
     cr_assert_eq(t.attempts, 0, "reserve(0) and shrink of an empty table allocate nothing");

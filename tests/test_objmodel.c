@@ -7,100 +7,26 @@
 #include <string.h>
 
 #include "examples/objmodel/workload.h"
+#include "support.h"
+#include "support/om_check.h"
 
-/* --- a counting allocator that can fail on demand ---------------------------
- * Both halves of om_alloc_t on malloc; the unsized half stores each block's
- * size in a header so the counts stay exact. */
+/* --- the allocator: support's check_alloc behind both halves of om_alloc_t,
+ * counting, and failing every allocation after the first fail_after. */
 
 typedef struct counter {
+    check_alloc_t c;
     om_alloc_t a;
-    long allocs, frees;
-    size_t live;
-    long fail_after;         /* allocations that succeed before all fail; -1: never */
 } counter_t;
 
-static int may_alloc(counter_t *c)
-{
-    if (c->fail_after == 0)
-        return 0;
-    if (c->fail_after > 0)
-        c->fail_after--;
-    return 1;
-}
-
-static void *sized_fn(void *ud, void *p, size_t osize, size_t nsize)
-{
-    counter_t *c = ud;
-    void *q;
-    if (nsize == 0) {
-        if (p) {
-            c->frees++;
-            c->live -= osize;
-            free(p);
-        }
-        return NULL;
-    }
-    if (!may_alloc(c))
-        return NULL;
-    q = realloc(p, nsize);
-    if (!q)
-        return NULL;
-    if (p) {
-        c->frees++;
-        c->live -= osize;
-    }
-    c->allocs++;
-    c->live += nsize;
-    return q;
-}
-
-typedef union { size_t n; max_align_t align; } hdr_t;
-
-static void *unsized_alloc(void *ud, size_t n)
-{
-    counter_t *c = ud;
-    hdr_t *h;
-    if (!may_alloc(c) || !(h = malloc(sizeof *h + n)))
-        return NULL;
-    h->n = n;
-    c->allocs++;
-    c->live += n;
-    return h + 1;
-}
-
-static void unsized_release(void *ud, void *p)
-{
-    counter_t *c = ud;
-    hdr_t *h = (hdr_t *)p - 1;
-    c->frees++;
-    c->live -= h->n;
-    free(h);
-}
-
-static void *unsized_resize(void *ud, void *p, size_t n)
-{
-    counter_t *c = ud;
-    hdr_t *h = (hdr_t *)p - 1, *q;
-    size_t old = h->n;
-    if (!may_alloc(c) || !(q = realloc(h, sizeof *h + n)))
-        return NULL;
-    q->n = n;
-    c->frees++;
-    c->allocs++;
-    c->live += n - old;
-    return q + 1;
-}
-
+/* fail_after: allocations that succeed before all fail; -1: never. */
 static void counter_init(counter_t *c, long fail_after)
 {
-    memset(c, 0, sizeof *c);
-    c->fail_after = fail_after;
-    c->a.sized.fn = sized_fn;
-    c->a.sized.ud = c;
-    c->a.unsized.alloc = unsized_alloc;
-    c->a.unsized.resize = unsized_resize;
-    c->a.unsized.release = unsized_release;
-    c->a.unsized.ud = c;
+    test_check_init(&c->c, 0);
+    if (fail_after >= 0) {
+        c->c.fail_at = (uint64_t)fail_after + 1;
+        c->c.fail_after = 1;
+    }
+    c->a = om_alloc_check(&c->c);
 }
 
 /* The deterministic workload: churn at every ivar count, then a live phase.
@@ -145,10 +71,11 @@ Test(objmodel, teardown_leaves_no_allocation)
         uint64_t sum;
         counter_init(&c, -1);
         cr_assert_eq(run_workload(&om_variants[v], &c.a, &sum), 0);
-        cr_expect_gt(c.allocs, 1000, "%s allocated through the counter", om_variants[v].name);
-        cr_expect_eq(c.allocs, c.frees, "%s: %ld allocs, %ld frees", om_variants[v].name, c.allocs,
-                     c.frees);
-        cr_expect_eq(c.live, 0, "%s: %zu bytes left", om_variants[v].name, c.live);
+        cr_expect_gt((long)c.c.allocs, 1000, "%s allocated through the counter",
+                     om_variants[v].name);
+        cr_expect_eq((long)c.c.allocs, (long)c.c.frees, "%s: %ld allocs, %ld frees",
+                     om_variants[v].name, (long)c.c.allocs, (long)c.c.frees);
+        cr_expect_eq(c.c.live_bytes, 0, "%s: %zu bytes left", om_variants[v].name, c.c.live_bytes);
     }
 }
 
@@ -161,22 +88,22 @@ Test(objmodel, teardown_leaves_no_allocation)
         counter_init(&c, -1);                                                       \
         P##_world *w = P##_world_new(&c.a);                                         \
         cr_assert_not_null(w);                                                      \
-        long allocs0 = c.allocs;                                                    \
-        size_t live0 = c.live;                                                      \
+        long allocs0 = (long)c.c.allocs;                                            \
+        size_t live0 = c.c.live_bytes;                                              \
         P##_object *o = P##_object_new(w->vm, w->classes[0]);                       \
         cr_assert_not_null(o);                                                      \
-        cr_expect_eq(c.allocs - allocs0, 1, #P ": object_new made %ld allocations", \
-                     c.allocs - allocs0);                                           \
-        cr_expect_eq(c.live - live0, sizeof_obj);                                   \
+        cr_expect_eq((long)c.c.allocs - allocs0, 1, #P ": object_new made %ld allocs", \
+                     (long)c.c.allocs - allocs0);                                   \
+        cr_expect_eq(c.c.live_bytes - live0, sizeof_obj);                           \
         cr_expect_eq(P##_ivar_get(o, w->ivar[0]), OM_NIL);                          \
         cr_expect_eq(P##_ivar_count(o), 0);                                         \
         cr_expect_eq(P##_send(w->vm, o, w->m_value, om_int(5), &out), 0);           \
         cr_expect_eq(om_int_of(out), 5);                                            \
-        cr_expect_eq(c.allocs - allocs0, 1, #P ": reads allocated");                \
+        cr_expect_eq((long)c.c.allocs - allocs0, 1, #P ": reads allocated");        \
         P##_object_free(w->vm, o);                                                  \
-        cr_expect_eq(c.live, live0);                                                \
+        cr_expect_eq(c.c.live_bytes, live0);                                        \
         P##_world_free(w);                                                          \
-        cr_expect_eq(c.live, 0);                                                    \
+        cr_expect_eq(c.c.live_bytes, 0);                                            \
     } while (0)
 
 Test(objmodel, empty_object_allocates_only_itself)
@@ -224,14 +151,14 @@ Test(objmodel, allocation_failure_is_reported_and_leaks_nothing)
         long total;
         counter_init(&c, -1);
         cr_assert_eq(run_workload(&om_variants[v], &c.a, &sum), 0);
-        total = c.allocs;
+        total = (long)c.c.allocs;
         for (long k = 0; k < total; k += 1 + k / 8) {
             counter_init(&c, k);
             cr_expect_eq(run_workload(&om_variants[v], &c.a, &sum), -1, "%s, fail after %ld",
                          om_variants[v].name, k);
-            cr_expect_eq(c.live, 0, "%s, fail after %ld: %zu bytes left", om_variants[v].name, k,
-                         c.live);
-            cr_expect_eq(c.allocs, c.frees);
+            cr_expect_eq(c.c.live_bytes, 0, "%s, fail after %ld: %zu bytes left", om_variants[v].name, k,
+                         c.c.live_bytes);
+            cr_expect_eq((long)c.c.allocs, (long)c.c.frees);
         }
     }
 }

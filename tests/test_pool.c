@@ -13,67 +13,34 @@
 
 #include "khashlite/khashlite.h"
 #include "khashlite/khl_pool.h"
+#include "support.h"
 
 #define ALIGN_MAX _Alignof(max_align_t)
 
 /* ------------------------------------------------------------------------ */
-/* A backing allocator that counts, checks every osize and can fail on cue.  */
+/* The backing allocator: support's check_alloc, checking every osize and
+ * that the pool never resizes through its backing.                         */
 
-#define MAX_LIVE 4096
-
-typedef struct counting {
-    size_t live_bytes, live_blocks;
-    size_t calls;        /* allocation calls, including failed ones */
-    size_t fail_at;      /* the calls-th allocation call fails (0: never) */
-    int fail_all;        /* every allocation fails from fail_at on */
-    struct { void *p; size_t n; } blk[MAX_LIVE];
-} counting_t;
-
-static void *counting_fn(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    counting_t *c = (counting_t *)ud;
-    size_t i;
-    if (ptr) {
-        for (i = 0; i < MAX_LIVE; i++)
-            if (c->blk[i].p == ptr)
-                break;
-        cr_assert_lt(i, MAX_LIVE, "backing: free of a pointer it never gave out");
-        cr_assert_eq(c->blk[i].n, osize, "backing: osize %zu, allocated %zu", osize, c->blk[i].n);
-        cr_assert_eq(nsize, (size_t)0, "the pool never resizes through backing");
-        free(ptr);
-        c->blk[i].p = NULL;
-        c->live_bytes -= osize;
-        c->live_blocks--;
-        return NULL;
-    }
-    c->calls++;
-    if (c->fail_at && (c->calls == c->fail_at || (c->fail_all && c->calls > c->fail_at)))
-        return NULL;
-    ptr = malloc(nsize);
-    if (!ptr)
-        return NULL;
-    for (i = 0; i < MAX_LIVE; i++)
-        if (!c->blk[i].p)
-            break;
-    cr_assert_lt(i, MAX_LIVE, "backing: too many live blocks for the test table");
-    c->blk[i].p = ptr;
-    c->blk[i].n = nsize;
-    c->live_bytes += nsize;
-    c->live_blocks++;
-    return ptr;
-}
+typedef check_alloc_t counting_t;
 
 static counting_t *counting_new(void)
 {
-    counting_t *c = calloc(1, sizeof *c);
+    counting_t *c = malloc(sizeof *c);
     cr_assert_not_null(c);
+    test_check_init(c, CHECK_SIZES | CHECK_NO_RESIZE);
     return c;
 }
 
 static khl_allocator_t counting_alloc(counting_t *c)
 {
-    khl_allocator_t a = {counting_fn, c};
-    return a;
+    return c->a;
+}
+
+/* Asserts the pool gave everything back. */
+static void counting_free(counting_t *c)
+{
+    check_alloc_fini(c);
+    free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -90,11 +57,7 @@ static uint64_t rng_state;
 
 static uint64_t rng(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return prng_next(&rng_state);
 }
 
 static unsigned char pattern_byte(uint64_t id, size_t i)
@@ -325,7 +288,7 @@ Test(pool_basic, sized_and_unsized_free_mixed_with_large)
     cr_assert_eq(stats_of(p).system_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 Test(pool_basic, calloc_zeroes_and_checks_overflow)
@@ -444,8 +407,8 @@ Test(pool_realloc, failure_leaves_block_untouched)
     khl_pool_stats_t s;
     fill(b, 100, 3);
     s = stats_of(p);
-    c->fail_at = c->calls + 1;
-    c->fail_all = 1;
+    c->fail_at = c->attempts + 1;
+    c->fail_after = 1;
     cr_assert_null(khl_pool_realloc(p, b, 100, 5000), "new class needs a chunk");
     cr_assert_null(khl_pool_realloc(p, b, 100, 100000), "large needs the system");
     cr_assert_null(khl_pool_realloc_unsized(p, b, 100000));
@@ -456,7 +419,7 @@ Test(pool_realloc, failure_leaves_block_untouched)
     khl_pool_free(p, b, 100);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -517,7 +480,7 @@ Test(pool_reserve, exactly_n_allocations_touch_no_system)
     size_t calls, i;
     cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
     s = stats_of(p);
-    calls = c->calls;
+    calls = c->attempts;
     cr_assert_gt(s.system_bytes, 0);
     cr_assert_eq(s.allocs, 0, "a reserve is not an allocation");
     for (i = 0; i < N; i++) {
@@ -525,12 +488,12 @@ Test(pool_reserve, exactly_n_allocations_touch_no_system)
         cr_assert_not_null(b[i]);
     }
     cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "no new system memory");
-    cr_assert_eq(c->calls, calls, "no backing call");
+    cr_assert_eq(c->attempts, calls, "no backing call");
     for (i = 0; i < N; i++)
         khl_pool_free(p, b[i], 97 + i % 16);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
@@ -550,7 +513,7 @@ Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
     cr_assert_eq(khl_pool_reserve(p, 50, N), 0);   /* same class: adds up */
     khl_pool_trim(p);
     sys = stats_of(p).system_bytes;
-    calls = c->calls;
+    calls = c->attempts;
     cr_assert_geq(sys, 2 * N * 64);
     for (i = 0; i < 2 * N; i++) {
         b[i] = khl_pool_alloc(p, 64);
@@ -559,7 +522,7 @@ Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
             khl_pool_trim(p);   /* keeps what is still reserved */
     }
     cr_assert_eq(stats_of(p).system_bytes, sys);
-    cr_assert_eq(c->calls, calls);
+    cr_assert_eq(c->attempts, calls);
     for (i = 0; i < 2 * N; i++)
         khl_pool_free(p, b[i], 64);
     khl_pool_trim(p);   /* reserve used up: everything can go */
@@ -567,7 +530,7 @@ Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
     cr_assert_eq(stats_of(p).chunks, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 Test(pool_reserve, invalid_requests_fail_and_reserve_nothing)
@@ -682,7 +645,7 @@ Test(pool_trim, returns_wholly_free_chunks_only)
     cr_assert_eq(stats_of(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -787,7 +750,7 @@ Test(pool_bundles, trim_keeps_no_block_of_a_released_chunk)
     cr_assert_eq(stats_of(p).in_use_bytes, (kept + reused) * khl_pool_block_size(p, b[0]));
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -809,7 +772,7 @@ Test(pool_destroy, returns_every_byte_to_backing)
         cr_assert_eq(c->live_bytes, 0, "mode %d leaked %zu bytes", mode, c->live_bytes);
         cr_assert_eq(c->live_blocks, 0);
     }
-    free(c);
+    counting_free(c);
 }
 
 Test(pool_failure, new_fails_cleanly)
@@ -822,7 +785,7 @@ Test(pool_failure, new_fails_cleanly)
     c->fail_at = 1;
     cr_assert_null(khl_pool_new(&o));
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* A workload of allocations small and large, reserves and realloc growth
@@ -837,7 +800,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
     khl_allocator_t a = counting_alloc(c);
     khl_pool_t *p = pool_with(0, 16 * 1024, ts, checked, &a);
     void *live[64];
-    size_t size[64], nlive = 0, step, first = c->calls;
+    size_t size[64], nlive = 0, step, first = c->attempts;
     char what[64];
     int failures = 0;
     c->fail_at = k ? first + k : 0;
@@ -878,7 +841,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
         }
         cr_assert_eq(khl_pool_check(p), 0, "%s: pool invariant broken", what);
     }
-    *calls = c->calls - first;
+    *calls = c->attempts - first;
     while (nlive) {
         nlive--;
         cr_assert(check(live[nlive], size[nlive], nlive));
@@ -887,7 +850,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
     cr_assert_eq(stats_of(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
-    free(c);
+    counting_free(c);
     return failures;
 }
 
@@ -930,14 +893,14 @@ Test(pool_failure, reserve_failure_reserves_nothing)
     khl_allocator_t a = counting_alloc(c);
     khl_pool_t *p = pool_with(2000, 16 * 1024, 0, 0, &a);
     khl_pool_stats_t s;
-    c->fail_at = c->calls + 3;   /* the third chunk of the reserve fails */
+    c->fail_at = c->attempts + 3;   /* the third chunk of the reserve fails */
     s = stats_of(p);
     cr_assert_eq(khl_pool_reserve(p, 100, 1000), -1);
     assert_stats_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
     cr_assert_eq(stats_of(p).chunks, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1019,7 +982,7 @@ Test(pool_limit, counts_what_backing_gave)
     khl_pool_free(p, x, 100);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* A reserve touches every page it takes, so one the system cannot back got
@@ -1037,20 +1000,20 @@ Test(pool_limit, huge_reserve_fails_without_touching_memory)
         cr_skip_test("needs a 64-bit size_t");
     limited = pool_with_limit(0, 0, 0, 0, &a, (size_t)64 << 20);
     unlimited = pool_with(0, 0, 0, 0, &a);
-    c->fail_at = c->calls + 1;
-    c->fail_all = 1;
+    c->fail_at = c->attempts + 1;
+    c->fail_after = 1;
     s = stats_of(limited);
     cr_assert_eq(khl_pool_reserve(limited, 1024, (size_t)1 << 30), -1, "1 TiB past a 64 MiB limit");
     assert_stats_unchanged(&s, limited, "1 TiB reserve");
     s = stats_of(unlimited);
     cr_assert_eq(khl_pool_reserve(unlimited, 1024, (size_t)1 << 38), -1, "256 TiB, no limit");
     assert_stats_unchanged(&s, unlimited, "256 TiB reserve");
-    cr_assert_eq(c->calls, c->fail_at - 1, "the system was asked for %zu blocks",
-                 c->calls - (c->fail_at - 1));
+    cr_assert_eq(c->attempts, c->fail_at - 1, "the system was asked for %zu blocks",
+                 c->attempts - (c->fail_at - 1));
     khl_pool_destroy(limited);
     khl_pool_destroy(unlimited);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1344,7 +1307,7 @@ Test(pool_random, small_chunks_counting_backing)
     differential(p, 30000, 4242);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1420,8 +1383,8 @@ Test(pool_tables, out_of_memory_leaves_table_intact)
     int ret = 0;
     khl_init(pm, &h, &a);
     c->fail_at = 1;
-    c->fail_all = 1;
-    c->fail_at = c->calls + 4;
+    c->fail_after = 1;
+    c->fail_at = c->attempts + 4;
     for (i = 0; i < 1000000; i++) {
         khl_put(pm, &h, i, &ret);
         if (ret < 0)
@@ -1435,5 +1398,5 @@ Test(pool_tables, out_of_memory_leaves_table_intact)
     cr_assert_eq(stats_of(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
-    free(c);
+    counting_free(c);
 }

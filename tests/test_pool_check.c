@@ -58,7 +58,7 @@ static void workload(khl_pool_t *p)
     uint64_t s = 42;
     cr_assert_eq(khl_pool_check(p), 0, "a new pool");
     for (size_t i = 0; i < 300; i++) {
-        n[i] = 1 + (size_t)(test_rand(&s) % 3000);   /* small and large */
+        n[i] = 1 + (size_t)(prng_next(&s) % 3000);   /* small and large */
         b[i] = khl_pool_alloc(p, n[i]);
         cr_assert_not_null(b[i]);
     }

@@ -35,7 +35,7 @@ static void mixed_run(khl_pool_t *p)
     size_t n[N] = {0};
     uint64_t s = 7, live = 0;
     for (int op = 0; op < 20000; op++) {
-        uint64_t r = test_rand(&s);
+        uint64_t r = prng_next(&s);
         size_t i = (size_t)(r % N);
         if (!b[i]) {
             n[i] = r % 16 == 0 ? 20000 + (size_t)(r >> 40) % 5000 : 1 + (size_t)(r >> 32) % 600;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "khashlite/khl_pool.h"
+#include "support.h"
 
 #define NTHREADS 4
 
@@ -33,15 +34,6 @@ static khl_pool_t *pt_pool(int checked)
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
-}
-
-static uint64_t pt_rng(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
 }
 
 /* Each block starts with its id and size; the rest is a pattern of the id. */
@@ -125,12 +117,12 @@ typedef struct worker {
 
 static size_t pt_size(uint64_t *s)
 {
-    uint64_t r = pt_rng(s) % 100;
+    uint64_t r = prng_next(s) % 100;
     if (r < 80)
-        return sizeof(hdr_t) + (size_t)(pt_rng(s) % 240);
+        return sizeof(hdr_t) + (size_t)(prng_next(s) % 240);
     if (r < 99)
-        return sizeof(hdr_t) + (size_t)(pt_rng(s) % 16000);
-    return 20000 + (size_t)(pt_rng(s) % 60000);
+        return sizeof(hdr_t) + (size_t)(prng_next(s) % 16000);
+    return 20000 + (size_t)(prng_next(s) % 60000);
 }
 
 static void *stress_worker(void *arg)
@@ -140,7 +132,7 @@ static void *stress_worker(void *arg)
     void *mine[64];
     int nmine = 0, i;
     for (i = 0; i < w->iters; i++) {
-        uint64_t r = pt_rng(&seed) % 10;
+        uint64_t r = prng_next(&seed) % 10;
         if (r < 4) {
             void *b = pt_make(w->pool, pt_size(&seed), id++);
             if (!q_push(w->q, b))

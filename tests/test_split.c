@@ -8,10 +8,7 @@
 
 Test(split, declare_define_across_a_static_library)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(split_s2i) h;
-    khl_init(split_s2i, &h, &t.a);
+    TEST_TABLE(split_s2i, h, t);
     static char names[200][16];
     for (int i = 0; i < 200; ++i) {
         snprintf(names[i], sizeof names[i], "n%d", i);
@@ -26,7 +23,7 @@ Test(split, declare_define_across_a_static_library)
         cr_assert_neq(k, khl_end(split_s2i, &h));
         cr_assert_eq(khl_val(split_s2i, &h, k), i);
     }
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     khl_destroy(split_s2i, &h);
 
     khl_t(split_u64set) s = {0};

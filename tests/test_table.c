@@ -130,30 +130,27 @@ Test(table, del_of_end_or_empty_bucket_is_a_noop)
 
 Test(table, one_live_block_and_none_when_empty)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m64) h;
-    khl_init(m64, &h, &t.a);
+    TEST_TABLE(m64, h, t);
     cr_assert_eq(t.attempts, 0, "init never allocates");
     for (uint64_t i = 0; i < 5000; ++i) {
         khl_put(m64, &h, i * 0x9E3779B97F4A7C15ULL, NULL);
-        cr_assert_eq(t.n_live, 1, "after %llu puts", (unsigned long long)i);
+        cr_assert_eq(t.live_blocks, 1, "after %llu puts", (unsigned long long)i);
         cr_assert_eq(t.live_bytes, khl_block_size(m64, &h));
     }
     cr_assert_leq(t.max_live_blocks, 2, "a resize holds old and new block, never more");
     khl_clear(m64, &h);
-    cr_assert_eq(t.n_live, 1, "clear keeps the block");
+    cr_assert_eq(t.live_blocks, 1, "clear keeps the block");
     cr_assert_eq(khl_size(m64, &h), 0);
     khl_destroy(m64, &h);
-    cr_assert_eq(t.n_live, 0);
+    cr_assert_eq(t.live_blocks, 0);
     cr_assert_eq(khl_block_size(m64, &h), 0);
     /* The handle is still a table on the same allocator. */
     khl_put(m64, &h, 1, NULL);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     khl_del(m64, &h, khl_get(m64, &h, 1));
-    cr_assert_eq(t.n_live, 1, "deleting keeps the block");
+    cr_assert_eq(t.live_blocks, 1, "deleting keeps the block");
     cr_assert_eq(khl_shrink(m64, &h), 0);
-    cr_assert_eq(t.n_live, 0, "shrinking an empty table frees its block");
+    cr_assert_eq(t.live_blocks, 0, "shrinking an empty table frees its block");
     cr_assert_eq(t.allocs, t.frees);
     test_alloc_fini(&t);
 }
@@ -187,10 +184,7 @@ Test(table, block_regions_are_aligned)
 Test(table, reserve_then_puts_never_allocate)
 {
     for (size_t n = 0; n <= 600; n = n * 2 + 1) {
-        test_alloc_t t;
-        test_alloc_init(&t);
-        khl_t(m32) h;
-        khl_init(m32, &h, &t.a);
+        TEST_TABLE(m32, h, t);
         cr_assert_eq(khl_reserve(m32, &h, n), 0);
         cr_assert_eq(t.attempts, n ? 1u : 0u, "reserve(%zu) allocates once at most", n);
         for (uint32_t i = 0; i < n; ++i) {
@@ -209,10 +203,7 @@ Test(table, reserve_then_puts_never_allocate)
 
 Test(table, reserve_counts_deleted_buckets)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) h;
-    khl_init(m32, &h, &t.a);
+    TEST_TABLE(m32, h, t);
     /* Leave tombstones behind, then reserve and fill to the reserved size. */
     for (uint32_t i = 0; i < 200; ++i)
         khl_put(m32, &h, i, NULL);
@@ -229,10 +220,7 @@ Test(table, reserve_counts_deleted_buckets)
 
 Test(table, reserve_too_large_fails_and_changes_nothing)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) h;
-    khl_init(m32, &h, &t.a);
+    TEST_TABLE(m32, h, t);
     khl_put(m32, &h, 1, NULL);
     khl_block_t *block = h.b;
     uint32_t nb = khl_n_buckets(m32, &h);
@@ -273,10 +261,7 @@ Test(table, sizes_that_overflow_fail_before_allocating)
  * serves (mruby 3.1's iv_tbl spends 96 B on the same 4 keys). */
 Test(table, first_block_of_a_small_map)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) h;
-    khl_init(m32, &h, &t.a);
+    TEST_TABLE(m32, h, t);
     for (uint32_t i = 0; i < 4; ++i)
         khl_put(m32, &h, i, NULL);
     cr_assert_eq(khl_n_buckets(m32, &h), 4);
@@ -297,10 +282,7 @@ Test(table, first_block_of_a_small_map)
 
 Test(table, shrink_gives_the_smallest_block)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) h;
-    khl_init(m32, &h, &t.a);
+    TEST_TABLE(m32, h, t);
     for (uint32_t i = 0; i < 4000; ++i)
         khl_val(m32, &h, khl_put(m32, &h, i, NULL)) = i + 1u;
     for (uint32_t i = 10; i < 4000; ++i)
@@ -340,11 +322,9 @@ Test(table, clear_keeps_the_block_and_empties_it)
 
 Test(table, copy_is_independent_and_one_allocation)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) src, dst;
+    TEST_TABLE(m32, dst, t);
+    khl_t(m32) src;
     khl_init(m32, &src, NULL);
-    khl_init(m32, &dst, &t.a);
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
     cr_assert_eq(t.attempts, 0, "copying an empty table allocates nothing");
     for (uint32_t i = 0; i < 500; ++i)
@@ -352,7 +332,7 @@ Test(table, copy_is_independent_and_one_allocation)
     khl_del(m32, &src, khl_get(m32, &src, 7));
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
     cr_assert_eq(t.attempts, 1);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     cr_assert_eq(khl_size(m32, &dst), 499);
     khl_val(m32, &src, khl_get(m32, &src, 1)) = 1000;
     khl_del(m32, &src, khl_get(m32, &src, 2));
@@ -371,7 +351,7 @@ Test(table, copy_is_independent_and_one_allocation)
     /* An emptied dst with a block is accepted; its old block is released. */
     khl_clear(m32, &dst);
     cr_assert_eq(khl_copy(m32, &dst, &src), 0);
-    cr_assert_eq(t.n_live, 1);
+    cr_assert_eq(t.live_blocks, 1);
     cr_assert_eq(khl_size(m32, &dst), 498);
     khl_destroy(m32, &dst);
     khl_destroy(m32, &src);
@@ -380,17 +360,15 @@ Test(table, copy_is_independent_and_one_allocation)
 
 Test(table, copy_failure_leaves_dst_unchanged)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(m32) src, dst;
+    TEST_TABLE(m32, dst, t);
+    khl_t(m32) src;
     khl_init(m32, &src, NULL);
-    khl_init(m32, &dst, &t.a);
     for (uint32_t i = 0; i < 50; ++i)
         khl_put(m32, &src, i, NULL);
     t.fail_at = 1;
     cr_assert_eq(khl_copy(m32, &dst, &src), -1);
     cr_assert_null(dst.b);
-    cr_assert_eq(t.n_live, 0);
+    cr_assert_eq(t.live_blocks, 0);
     khl_destroy(m32, &src);
     test_alloc_fini(&t);
 }
@@ -449,10 +427,7 @@ Test(table, foreach_macros)
 
 Test(table, put_of_present_key_never_allocates_even_when_full)
 {
-    test_alloc_t t;
-    test_alloc_init(&t);
-    khl_t(s32) h;
-    khl_init(s32, &h, &t.a);
+    TEST_TABLE(s32, h, t);
     /* Fill exactly to the load limit, then make every allocation fail. */
     uint32_t i = 0;
     khl_put(s32, &h, i++, NULL);

@@ -15,7 +15,7 @@
  *   --stats                one line on stderr at exit: wall time, peak RSS,
  *                          pool counters (in use after lua_close, peak,
  *                          system bytes, allocs, frees)
- *   --csv=NAME             the same numbers as CSV rows (bench/bench.h's
+ *   --csv=NAME             the same numbers as CSV rows (bench/harness/bench.h's
  *                          columns, workload `interp`, table NAME) on
  *                          stdout after the script's own output
  *

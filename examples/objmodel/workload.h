@@ -1,5 +1,5 @@
 /* workload.h: one deterministic object workload, shared by the demo, the
- * test suite and bench/prog_objmodel.c so all three run exactly the same
+ * test suite and bench/programs/objmodel.c so all three run exactly the same
  * code on every variant.
  *
  * The world: Object (root, defines `kind`) > Shape (defines `value`, the sum

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "khashlite/khl_pool.h"
+#include "support/prng.h"
 
 #define THREADS 4
 #define ROUNDS 20000
@@ -77,10 +78,10 @@ static size_t size_for(unsigned x)
 
 static void *producer(void *arg)
 {
-    unsigned id = (unsigned)(size_t)arg, x = id * 2654435761u + 1;
+    unsigned id = (unsigned)(size_t)arg;
+    uint64_t seed = id;
     for (unsigned r = 0; r < ROUNDS; ++r) {
-        x = x * 1103515245u + 12345u;
-        item_t it = {NULL, size_for(x >> 8), id * ROUNDS + r};
+        item_t it = {NULL, size_for((unsigned)prng_next(&seed)), id * ROUNDS + r};
         if (r % 1000 == 999 && khl_pool_reserve(pool, it.n < 700 ? it.n : 100, 64) != 0)
             fail("reserve failed", it.tag);
         it.p = khl_pool_alloc(pool, it.n);

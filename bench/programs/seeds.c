@@ -1,9 +1,8 @@
-/* prog_seeds.c: the allocator experiments of khashlite's seed posts
- * (docs/posts.md), rerun on this machine with the binary's malloc and
+/* seeds.c: program `seeds`, the allocator experiments of khashlite's seed
+ * posts (docs/posts.md), rerun on this machine with the binary's malloc and
  * with khl_pool, so their conclusions can be checked rather than quoted.
  *
- *   (seed_fastmm, the loop of 003, is bench/fastmm.c: every allocator in one
- *   process.)
+ *   (seed_fastmm, the loop of 003, is fastmm.c: every allocator in one process.)
  *   seed_hhs       000 (French, hhs_calloc): 1024 x 1024-byte pool; N blocks
  *                  calloc'ed then freed, 10 times, N = 50..10000; once in
  *                  range, once with 2048-byte requests mixed in 1:1.
@@ -25,8 +24,8 @@
  * sched_fifo says whether it did); --trace-dir=DIR writes its per-call
  * timings for plotting. */
 #define _GNU_SOURCE
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"
 
@@ -38,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-/* --- the C++ side (seeds_boost.cpp) --------------------------------------- */
+/* --- the C++ side (bench/peers/boost_pool.cpp) ---------------------------- */
 typedef struct seeds_bpool seeds_bpool;
 typedef struct seeds_bobj seeds_bobj;
 seeds_bpool *seeds_bpool_new(size_t size);

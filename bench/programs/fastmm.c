@@ -39,8 +39,8 @@
  * ratio_to_khl_pool_header and ratio_to_khl_pool_inline: its time over that pool's in the same
  * repetition (median, min, max). */
 #define _GNU_SOURCE
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "fastmm_direct.h"
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"

@@ -1,4 +1,4 @@
-/* seeds_boost.cpp: the Boost.Pool contenders of prog_seeds.c's seed_latency
+/* boost_pool.cpp: the Boost.Pool contenders of program seeds' seed_latency
  * workload (the Japanese Boost.Pool latency post, 001 in docs/posts.md), behind a small
  * extern "C" API so the C program can time them like any other allocator.
  *

@@ -1,13 +1,15 @@
-/* peers.h: what the program `peers` (prog_peers.c) shares with its C++
- * adapters (peer_flat.cpp): the three blueprints, the allocation counter, the
- * table interface the driver calls, and PEERS_GEN, the one copy of the
+/* adapter.h: one adapter per table, one copy of the workload loops.  What
+ * the table benchmarks (programs large and peers) share with the adapters of
+ * the tables they compare (khashlite.h, khash.h, uthash.h, mruby.c,
+ * flat.cpp in this directory): the blueprints, the allocation counter, the
+ * table interface the drivers call, and PEERS_GEN, the one copy of the
  * workload loops, which each table instantiates from its own primitives.
  *
  * Why loops behind function pointers: a call per loop, never per operation,
  * so the pointer costs the same negligible amount for every table, and the
  * loops are written once for all of them.
  *
- * A table adapter TAG for blueprint BP defines, before PEERS_GEN(TAG, BP, ...):
+ * A table adapter TAG for blueprint BP defines, before PEERS_GEN(TAG, BP):
  *   TAG##_T                               the handle a user would embed
  *   void TAG##_init(TAG##_T *h)           an empty table (exits on OOM)
  *   void TAG##_free(TAG##_T *h)
@@ -17,10 +19,15 @@
  *   int  TAG##_erase(TAG##_T *h, K k)     1 erased, 0 absent
  *   uint64_t TAG##_sum(const TAG##_T *h)  iterates: sum of peers_low(value)
  *   size_t TAG##_size(const TAG##_T *h)
+ *   void TAG##_stats(const TAG##_T *h, size_t *bytes, size_t *buckets)
+ *                                         the bytes the table asked its
+ *                                         allocator for and holds (headers
+ *                                         and rounding not counted), its
+ *                                         buckets (slots) in all
  * K is the blueprint's raw key (uint32_t, uint64_t, or const char * to 16
  * characters and a NUL); C++ adapters convert it to their own key type. */
-#ifndef KHL_BENCH_PEERS_H
-#define KHL_BENCH_PEERS_H
+#ifndef KHL_BENCH_PEERS_ADAPTER_H
+#define KHL_BENCH_PEERS_ADAPTER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +40,8 @@ extern "C" {
 /* --- blueprints --------------------------------------------------------- */
 
 /* u32: uint32_t -> uint32_t; u64: uint64_t -> 448-bit payload; str:
- * 16-character string -> uint64_t. */
+ * 16-character string -> uint64_t (program peers).  u64_u32 and str_u32:
+ * the same keys to uint32_t (program large: u32, u64_u32, str_u32). */
 typedef struct peers_v448 {
     uint64_t w[7];
 } peers_v448_t;
@@ -44,7 +52,12 @@ typedef uint64_t peers_u64_K;
 typedef peers_v448_t peers_u64_V;
 typedef const char *peers_str_K;
 typedef uint64_t peers_str_V;
+typedef uint64_t peers_u64_u32_K;
+typedef uint32_t peers_u64_u32_V;
+typedef const char *peers_str_u32_K;
+typedef uint32_t peers_str_u32_V;
 
+/* Indexes of a table's ops; in the order of harness/keys.h's key types. */
 enum { PEERS_U32, PEERS_U64, PEERS_STR, PEERS_N_BP };
 
 /* The value stored for the key of index i, and the word reads check. */
@@ -59,6 +72,10 @@ static inline void peers_set_u64(peers_u64_V *v, size_t i)
 static inline uint64_t peers_low_u32(const peers_u32_V *v) { return *v; }
 static inline uint64_t peers_low_str(const peers_str_V *v) { return *v; }
 static inline uint64_t peers_low_u64(const peers_u64_V *v) { return v->w[0]; }
+#define peers_set_u64_u32 peers_set_u32
+#define peers_set_str_u32 peers_set_u32
+#define peers_low_u64_u32 peers_low_u32
+#define peers_low_str_u32 peers_low_u32
 
 /* --- allocation counting -------------------------------------------------- */
 
@@ -71,6 +88,7 @@ typedef struct peers_count {
 } peers_count_t;
 
 extern peers_count_t *peers_counting;
+size_t peers_spend(void *p);   /* what glibc spends on the live block p */
 void peers_count_alloc(void *p);
 void peers_count_free(void *p);
 void *peers_count_realloc(void *p, size_t n);
@@ -113,15 +131,25 @@ typedef struct peers_ops {
     size_t (*erase)(void *t, const void *keys, size_t n);  /* how many erased */
     uint64_t (*iterate)(void *t);                          /* sum of peers_low */
     size_t (*size)(void *t);
+    void (*stats)(void *t, size_t *bytes, size_t *buckets);   /* TAG##_stats */
     /* iters lives of a table on the stack: init, put n keys taken from the
      * pool from a moving offset, get them, destroy.  Returns the sum of
      * (value + 1) found, UINT64_MAX on OOM. */
     uint64_t (*life)(const void *pool, size_t mask, size_t n, size_t iters);
 } peers_ops_t;
 
-/* Adapters of the C++ tables (peer_flat.cpp), per blueprint. */
+/* The adapters in other translation units, per blueprint: flat.cpp (u32,
+ * u64, str; absl also u32, u64_u32, str_u32) and mruby.c (u32, u64_u32,
+ * str_u32, between peers_mruby_open and peers_mruby_close). */
 extern const peers_ops_t peers_boost_ops[PEERS_N_BP];
 extern const peers_ops_t peers_absl_ops[PEERS_N_BP];
+extern const peers_ops_t peers_absl_v32_ops[PEERS_N_BP];
+extern const peers_ops_t peers_mruby_ops[PEERS_N_BP];
+int peers_mruby_open(void);   /* 0, or -1 when mrb_open fails */
+void peers_mruby_close(void);
+
+/* Out of memory where a benchmark cannot go on: says what, and exits. */
+void peers_oom(const char *what);
 
 #ifdef __cplusplus
 }
@@ -202,6 +230,10 @@ extern const peers_ops_t peers_absl_ops[PEERS_N_BP];
     {                                                                                 \
         return TAG##_size(PEERS_CAST(const TAG##_T *, t));                            \
     }                                                                                 \
+    static void TAG##_g_stats(void *t, size_t *bytes, size_t *buckets)                \
+    {                                                                                 \
+        TAG##_stats(PEERS_CAST(const TAG##_T *, t), bytes, buckets);                  \
+    }                                                                                 \
     static PEERS_NOINLINE uint64_t TAG##_g_life(const void *pool, size_t mask,        \
                                                 size_t n, size_t iters)               \
     {                                                                                 \
@@ -226,11 +258,14 @@ extern const peers_ops_t peers_absl_ops[PEERS_N_BP];
         return s;                                                                     \
     }
 
+/* A table's ops for the three blueprints of a program, from three adapters. */
+#define PEERS_OPS3(A, B, C) {PEERS_OPS(A), PEERS_OPS(B), PEERS_OPS(C)}
+
 /* The peers_ops_t of an adapter instantiated by PEERS_GEN. */
 #define PEERS_OPS(TAG)                                                                \
     {                                                                                 \
         sizeof(TAG##_T), TAG##_g_create, TAG##_g_destroy, TAG##_g_put, TAG##_g_get,   \
-            TAG##_g_erase, TAG##_g_iterate, TAG##_g_size, TAG##_g_life                \
+            TAG##_g_erase, TAG##_g_iterate, TAG##_g_size, TAG##_g_stats, TAG##_g_life \
     }
 
 #endif

@@ -4,6 +4,7 @@
  * dedicated section for are still listed in full, so nothing measured is
  * left out of the report. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +77,7 @@ static const char *allocators[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", 
 #define N_ALLOC 5
 static const long churn_n[] = {0, 1, 2, 4, 8, 16, 32, 64};
 #define N_CHURN 8
-/* seed_fastmm's layouts (bench/fastmm.c). */
+/* seed_fastmm's layouts (bench/programs/fastmm.c). */
 #define FASTMM_PUBLISHED "10000x100B"
 #define FASTMM_WRITE "10000x100B+write"
 
@@ -153,17 +154,70 @@ static void no_gain(FILE *o)
                    "than split3 and no slower than split2.\n");
 }
 
-/* Everything of a workload, as measured. */
+/* Index of the first row of rows[from..to) with workload w, table t, layout
+ * l, allocator a, n and (m non-NULL) metric m; to when there is none. */
+static size_t first_like(size_t from, size_t to, const row_t *k, const char *m)
+{
+    for (size_t i = from; i < to; ++i) {
+        const row_t *r = &rows[i];
+        if (!strcmp(r->workload, k->workload) && !strcmp(r->table, k->table) &&
+            !strcmp(r->layout, k->layout) && !strcmp(r->allocator, k->allocator) && r->n == k->n &&
+            (!m || !strcmp(r->metric, m)))
+            return i;
+    }
+    return to;
+}
+
+/* Everything of the workloads whose names start with workload_prefix, as
+ * measured: a table per workload, a line per (table, layout, allocator, n)
+ * and a column per metric.  A cell is the median, followed by [min, max]
+ * where the repetitions differ (their number is in results.csv). */
 static void dump(FILE *o, const char *workload_prefix)
 {
-    fprintf(o, "\n| workload | table | layout | allocator | n | metric | median | min | max | reps |\n"
-               "|---|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i < n_rows; ++i) {
-        const row_t *r = &rows[i];
-        if (strncmp(r->workload, workload_prefix, strlen(workload_prefix)))
+    enum { MAX_METRICS = 32 };
+    size_t plen = strlen(workload_prefix);
+    for (size_t w = 0; w < n_rows; ++w) {
+        const char *wl = rows[w].workload, *metrics[MAX_METRICS];
+        int nm = 0, seen = 0;
+        if (strncmp(wl, workload_prefix, plen))
             continue;
-        fprintf(o, "| %s | %s | %s | %s | %ld | %s | %.4g | %.4g | %.4g | %d |\n", r->workload, r->table,
-                r->layout, r->allocator, r->n, r->metric, r->median, r->min, r->max, r->reps);
+        for (size_t i = 0; i < w && !seen; ++i)
+            seen = !strcmp(rows[i].workload, wl);
+        if (seen)
+            continue;
+        for (size_t i = w; i < n_rows; ++i) {
+            int have = 0;
+            if (strcmp(rows[i].workload, wl))
+                continue;
+            for (int m = 0; m < nm && !have; ++m)
+                have = !strcmp(metrics[m], rows[i].metric);
+            if (!have && nm < MAX_METRICS)
+                metrics[nm++] = rows[i].metric;
+        }
+        fprintf(o, "\n`%s`:\n\n| table | layout | allocator | n |", wl);
+        for (int m = 0; m < nm; ++m)
+            fprintf(o, " %s |", metrics[m]);
+        fprintf(o, "\n|---|---|---|---|");
+        for (int m = 0; m < nm; ++m)
+            fprintf(o, "---|");
+        fputc('\n', o);
+        for (size_t k = w; k < n_rows; ++k) {
+            const row_t *key = &rows[k];
+            if (strcmp(key->workload, wl) || first_like(w, k, key, NULL) != k)
+                continue;
+            fprintf(o, "| %s | %s | %s | %ld |", key->table, key->layout, key->allocator, key->n);
+            for (int m = 0; m < nm; ++m) {
+                size_t i = first_like(k, n_rows, key, metrics[m]);
+                const row_t *r = i < n_rows ? &rows[i] : NULL;
+                if (!r)
+                    fprintf(o, " |");
+                else if (r->min == r->max)
+                    fprintf(o, " %.4g |", r->median);
+                else
+                    fprintf(o, " %.4g [%.4g, %.4g] |", r->median, r->min, r->max);
+            }
+            fputc('\n', o);
+        }
     }
 }
 
@@ -255,7 +309,7 @@ static void targets(FILE *o)
         target(o, what, lite / val("large", "absl", NULL, "glibc", -1, m), 1.25, 0, "x");
     }
     /* The FastMM loop as published, ratios paired repetition by repetition
-     * in one process (bench/fastmm.c). */
+     * in one process (bench/programs/fastmm.c). */
     static const char *const fm_pools[] = {"khl_pool", "khl_pool_header", "khl_pool_inline"};
     static const char *const fm_rivals[] = {"glibc", "tcmalloc", "mimalloc"};
     static const double fm_want[] = {2.5, 1.5, 1.5};
@@ -277,7 +331,7 @@ static void targets(FILE *o)
         if (!strcmp(r->metric, "spike_indices_repeat"))
             spikes = (isnan(spikes) ? 0 : spikes) + r->median;
     }
-    /* Fresh pools without a reserve (bench/fastmm.c, pool_latency). */
+    /* Fresh pools without a reserve (bench/programs/fastmm.c, pool_latency). */
     static const char *const pl_layout[] = {"100B", "16B-4KiB"};
     for (int l = 0; l < 2; ++l) {
         char what[96];
@@ -304,7 +358,7 @@ static void pool_latency_section(FILE *o)
     if (!find("pool_latency", NULL, NULL, NULL, -1, NULL))
         return;
     fprintf(o, "\n### Latency without a reserve\n\nOne timed allocation (and its first write) at a "
-               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/fastmm.c, pool_latency; the mallocs' "
+               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/programs/fastmm.c, pool_latency; the mallocs' "
                "blocks are freed between runs, so their later runs reuse memory). khl_pool "
                "pre-faults the chunks of classes of at least 1024 blocks when it takes them; "
                "khl_pool_lazy (lazy_pages = 1) faults each page at its first write, as the pool "
@@ -553,7 +607,7 @@ static void seeds_side_by_side(FILE *o)
             holds(lmx > lts, !isnan(lmx) && !isnan(lts)));
 }
 
-/* --- table core v2: program peers (bench/prog_peers.c) ----------------------- */
+/* --- table core v2: program peers (bench/programs/peers.c) ------------------- */
 
 static const char *const v2_tables[] = {"khashlite", "boost", "absl", "khash"};
 #define N_V2 4
@@ -842,7 +896,7 @@ static void core_v2(FILE *o)
     if (!find("peers", NULL, NULL, NULL, -1, NULL) && !find("vs_khash", NULL, NULL, NULL, -1, NULL))
         return;
     fprintf(o, "\n## Table core v2 targets\n\nkhashlite against boost::unordered_flat_map, "
-               "absl::flat_hash_map and htslib's khash in one process (bench/prog_peers.c, glibc): "
+               "absl::flat_hash_map and htslib's khash in one process (bench/programs/peers.c, glibc): "
                "tables take turns in every repetition, medians; each table with its own default hash. "
                "Measured here, never asserted by `make test`.\n");
     v2_peers(o);
@@ -913,31 +967,87 @@ static void churn_plot(const char *dir, const char *metric, const char *file, co
     gnuplot(dir, script);
 }
 
-/* The per-call trace of the post's contenders at 100 B.  A trace has 100,000
- * points, so the plot keeps every call slower than 2 µs (the spikes it is
- * about) and every 100th call for the body of the distribution. */
+/* The per-call trace of the post's contenders at 100 B (100,000 calls in a
+ * standard run), cut into LAT_WINDOWS windows of consecutive calls: for each,
+ * the slowest call (the spikes the post is about, and when they come) and the
+ * median (the body).  latency.dat keeps only those points, so the committed
+ * plot stays small; the traces themselves are not committed. */
+#define LAT_WINDOWS 100
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One trace's windows into out as gnuplot rows "first_call max median";
+ * 0, or -1 when the trace cannot be read. */
+static int latency_windows(const char *path, FILE *out)
+{
+    FILE *f = fopen(path, "r");
+    uint32_t *ns = NULL, *w;
+    size_t n = 0, cap = 0, per;
+    long i;
+    unsigned v;
+    if (!f)
+        return -1;
+    while (fscanf(f, "%ld %u", &i, &v) == 2) {
+        if (n == cap) {
+            uint32_t *g = realloc(ns, (cap = cap ? 2 * cap : 4096) * sizeof *ns);
+            if (!g)
+                break;
+            ns = g;
+        }
+        ns[n++] = v;
+    }
+    fclose(f);
+    per = (n + LAT_WINDOWS - 1) / LAT_WINDOWS;
+    if (n == 0 || !(w = malloc(per * sizeof *w))) {
+        free(ns);
+        return -1;
+    }
+    for (size_t at = 0; at < n; at += per) {
+        size_t k = n - at < per ? n - at : per;
+        memcpy(w, ns + at, k * sizeof *w);
+        qsort(w, k, sizeof *w, cmp_u32);
+        fprintf(out, "%zu %u %u\n", at, w[k - 1], w[k / 2]);
+    }
+    fprintf(out, "\n\n");
+    free(w);
+    free(ns);
+    return 0;
+}
+
 static void latency_plot(const char *dir)
 {
     static const char *const who[] = {"glibc", "boost_pool", "khl_pool", "khl_pool_reserved"};
-    char script[4096];
+    char script[4096], path[512];
+    int idx = 0;
+    snprintf(path, sizeof path, "%s/latency.dat", dir);
+    FILE *dat = fopen(path, "w");
+    if (!dat) {
+        perror(path);
+        return;
+    }
     int used = snprintf(script, sizeof script,
                         "set terminal svg size 900,420 dynamic font 'sans,10' noenhanced\n"
                         "set output 'latency.svg'\n"
-                        "set title 'allocation latency per call, 100 B (calls over 2 us, and every 100th)'\n"
+                        "set title 'allocation latency, 100 B: slowest and median call of each "
+                        "%d%% of the calls'\n"
                         "set xlabel 'call index'\nset ylabel 'ns'\nset logscale y\nset key top left\n"
-                        "plot 1/0 notitle");
+                        "plot 1/0 notitle", 100 / LAT_WINDOWS > 0 ? 100 / LAT_WINDOWS : 1);
     for (int i = 0; i < 4; ++i) {
-        char path[512];
         snprintf(path, sizeof path, "%s/traces/latency_%s_100.dat", dir, who[i]);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        if (latency_windows(path, dat) < 0)
             continue;
-        fclose(f);
         used += snprintf(script + used, sizeof script - (size_t)used,
-                         ", 'traces/latency_%s_100.dat' using 1:(($1 - floor($1 / 100) * 100 == 0 || "
-                         "$2 > 2000) ? $2 : 1/0) with points pointtype 7 pointsize 0.25 title '%s'",
-                         who[i], who[i]);
+                         ", 'latency.dat' index %d using 1:2 with lines linecolor %d "
+                         "title '%s slowest', "
+                         "'' index %d using 1:3 with lines dashtype 2 linecolor %d title '%s median'",
+                         idx, i + 1, who[i], idx, i + 1, who[i]);
+        idx++;
     }
+    fclose(dat);
     snprintf(script + used, sizeof script - (size_t)used, "\n");
     gnuplot(dir, script);
 }

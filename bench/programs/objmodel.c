@@ -1,5 +1,5 @@
-/* prog_objmodel.c: an interpreter's object churn on three kinds of tiny
- * tables.  examples/objmodel is a small object model (classes with method
+/* objmodel.c: program `objmodel`, an interpreter's object churn on three
+ * kinds of tiny tables.  examples/objmodel is a small object model (classes with method
  * tables, objects with instance-variable tables) whose tables are khashlite
  * single-block tables, khashlite split3 tables (khash's four allocations,
  * khashlite's probing) or htslib's khash.  The workload is
@@ -24,90 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "examples/objmodel/workload.h"
-
-/* --- a counting allocator for both halves of om_alloc_t -------------------- */
-
-typedef struct counter {
-    om_alloc_t a;            /* hand this to the world */
-    const om_alloc_t *inner;
-    uint64_t allocs;
-    size_t live, peak;
-    double asked;            /* bytes of every allocation, summed */
-} counter_t;
-
-static void count_in(counter_t *c, size_t n)
-{
-    c->allocs++;
-    c->asked += (double)n;
-    c->live += n;
-    if (c->live > c->peak)
-        c->peak = c->live;
-}
-
-static void *count_sized(void *ud, void *p, size_t osize, size_t nsize)
-{
-    counter_t *c = ud;
-    void *q = c->inner->sized.fn(c->inner->sized.ud, p, osize, nsize);
-    if (p && (nsize == 0 || q))
-        c->live -= osize;
-    if (nsize && q)
-        count_in(c, nsize);
-    return q;
-}
-
-/* The unsized half has to remember sizes itself: a header before each
- * block, not counted (this pass is untimed, only the caller's bytes count). */
-typedef union { size_t n; max_align_t align; } count_hdr_t;
-
-static void *count_alloc(void *ud, size_t n)
-{
-    counter_t *c = ud;
-    count_hdr_t *h = n > SIZE_MAX - sizeof *h ? NULL : c->inner->unsized.alloc(c->inner->unsized.ud, n + sizeof *h);
-    if (!h)
-        return NULL;
-    h->n = n;
-    count_in(c, n);
-    return h + 1;
-}
-
-static void count_release(void *ud, void *p)
-{
-    counter_t *c = ud;
-    count_hdr_t *h = (count_hdr_t *)p - 1;
-    c->live -= h->n;
-    c->inner->unsized.release(c->inner->unsized.ud, h);
-}
-
-static void *count_resize(void *ud, void *p, size_t n)
-{
-    counter_t *c = ud;
-    count_hdr_t *h = (count_hdr_t *)p - 1, *q;
-    size_t old = h->n;
-    if (n > SIZE_MAX - sizeof *h)
-        return NULL;
-    q = c->inner->unsized.resize(c->inner->unsized.ud, h, n + sizeof *h);
-    if (!q)
-        return NULL;
-    q->n = n;
-    c->live -= old;
-    count_in(c, n);
-    return q + 1;
-}
-
-static void counter_init(counter_t *c, const om_alloc_t *inner)
-{
-    memset(c, 0, sizeof *c);
-    c->inner = inner;
-    c->a.sized.fn = count_sized;
-    c->a.sized.ud = c;
-    c->a.unsized.alloc = count_alloc;
-    c->a.unsized.resize = count_resize;
-    c->a.unsized.release = count_release;
-    c->a.unsized.ud = c;
-}
+#include "support/om_check.h"
 
 /* --- the runs ---------------------------------------------------------------- */
 
@@ -133,26 +53,28 @@ static int run_phase(const om_variant_t *v, void *w, int n, long count, uint64_t
 /* The counting pass: a fresh world, counted only around the phase. */
 static counts_t count_phase(const om_variant_t *v, const om_alloc_t *inner, int n, long count)
 {
-    counter_t c;
+    check_alloc_t c;
+    om_alloc_t a;
     counts_t r;
     uint64_t sum = 0, allocs0;
     double asked0;
     size_t live0;
     void *w;
-    counter_init(&c, inner);
-    if (!(w = v->world_new(&c.a)))
+    check_alloc_init(&c, &inner->sized, 0);
+    a = om_alloc_check(&c);
+    if (!(w = v->world_new(&a)))
         die("world_new");
     allocs0 = c.allocs;
     asked0 = c.asked;
-    live0 = c.peak = c.live;
+    live0 = c.peak_bytes = c.live_bytes;
     if (run_phase(v, w, n, count, &sum) < 0)
         die("counting pass");
     BENCH_KEEP(sum);
     r.allocs = (double)(c.allocs - allocs0) / (double)count;
     r.bytes = (c.asked - asked0) / (double)count;
-    r.footprint = (double)(c.peak - live0) / (double)count;
+    r.footprint = (double)(c.peak_bytes - live0) / (double)count;
     v->world_free(w);
-    if (c.live != 0)
+    if (c.live_bytes != 0)
         die("teardown (bytes left)");
     return r;
 }

@@ -1,5 +1,5 @@
-/* prog_churn.c: what merging a table's allocations gains for the tiny
- * tables interpreters make by the million.  The same table code runs in three
+/* churn.c: program `churn`, what merging a table's allocations gains for the
+ * tiny tables interpreters make by the million.  The same table code runs in three
  * layouts (KHL_INIT_LAYOUT): single (header + ctrl + keys + values in one
  * block), split2 (header + one data block: mruby since 2013) and split3
  * (header + ctrl + keys + values each allocated: klib's khash).
@@ -18,9 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "bench.h"
+#include "harness/alloc.h"
+#include "harness/bench.h"
 #include "khashlite/khashlite.h"
+#include "support/check_alloc.h"
+#include "support/prng.h"
 
 KHL_INIT_LAYOUT(ci_single, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SINGLE)
 KHL_INIT_LAYOUT(ci_split2, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SPLIT2)
@@ -38,10 +40,9 @@ static int n_churn_sizes = 8;
 
 static void make_keys(void)
 {
-    uint64_t s = 0x9E3779B97F4A7C15ULL;
+    uint64_t s = 0;
     for (int i = 0; i < MAX_N; ++i) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
-        int_keys[i] = (uint32_t)s;
+        int_keys[i] = (uint32_t)prng_next(&s);
         snprintf(str_buf[i], sizeof str_buf[i], "ivar_%d", i);   /* like @ivar names */
         str_keys[i] = str_buf[i];
     }
@@ -130,8 +131,8 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
             }
         }
         for (int l = 0; l < 3; ++l) {
-            bench_count_t c;
-            bench_count_init(&c, &ba.a);
+            check_alloc_t c;
+            check_alloc_init(&c, &ba.a, 0);
             BENCH_KEEP(life[l](&c.a, n, reserve));
             bench_row(o, workload, "khashlite", layouts[l], bench_allocator(o), n, "ns_per_lifecycle",
                       bench_summarise(t[l], reps));
@@ -193,10 +194,8 @@ static void hook_pair(const bench_opts_t *o)
         if (!hs || !keys)                                                           \
             abort();                                                                \
         uint64_t s = 42;                                                            \
-        for (long i = 0; i < tables * n; ++i) {                                     \
-            s ^= s << 13; s ^= s >> 7; s ^= s << 17;                                \
-            keys[i] = (uint32_t)s;                                                  \
-        }                                                                           \
+        for (long i = 0; i < tables * n; ++i)                                       \
+            keys[i] = (uint32_t)prng_next(&s);                                      \
         size_t rss0 = bench_rss_bytes();                                            \
         long flt0 = bench_minor_faults();                                           \
         uint64_t t0 = bench_now_ns();                                               \
@@ -220,9 +219,9 @@ static void hook_pair(const bench_opts_t *o)
         double look[64];                                                            \
         int reps = o->reps < 64 ? o->reps : 64;                                     \
         for (int r = -o->warmup; r < reps; ++r) {                                   \
-            uint64_t x = 7, sum = 0, l0 = bench_now_ns();                           \
+            uint64_t ls = 7, sum = 0, l0 = bench_now_ns();                          \
             for (long i = 0; i < lookups; ++i) {                                    \
-                x ^= x << 13; x ^= x >> 7; x ^= x << 17;                            \
+                uint64_t x = prng_next(&ls);                                        \
                 long t = (long)(x % (uint64_t)tables);                              \
                 int j = (int)((x >> 40) % (uint64_t)n);                             \
                 sum += khl_val(name, &hs[t], khl_get(name, &hs[t], keys[t * n + j])); \

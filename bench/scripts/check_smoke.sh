@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/check_smoke.sh DIR: checks that a `make bench-smoke` run produced
+# bench/scripts/check_smoke.sh DIR: checks that a `make bench-smoke` run produced
 # complete outputs, so the benchmarks cannot rot unnoticed in CI: every
 # program ran on every allocator, each expected workload has rows, the report
 # has its sections and the plots exist.

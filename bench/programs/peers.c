@@ -1,6 +1,7 @@
-/* prog_peers.c: program `peers`, khashlite against the fastest packaged
+/* peers.c: program `peers`, khashlite against the fastest packaged
  * open-addressing tables in one process: boost::unordered_flat_map and
- * absl::flat_hash_map (peer_flat.cpp), and htslib's klib khash.  Every
+ * absl::flat_hash_map (bench/peers/flat.cpp), and htslib's klib khash, each
+ * through its adapter in bench/peers/ (the loops are adapter.h's).  Every
  * measurement runs the tables in turns inside each repetition, the first
  * table rotating per repetition, so load from other processes falls on all
  * alike; rows are medians with min and max.  Built for glibc only (bench.mk):
@@ -51,236 +52,34 @@
  * sets of 2M keys and more (peers at 2M, vs_khash at 10M, growth) run at
  * most 3 repetitions and no warmup; the 10M sets run khashlite and khash
  * only, and their sequential and multiplicative sets one repetition. */
-#define _GNU_SOURCE
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "harness/bench.h"
+#include "harness/keys.h"
 #include "khashlite/khashlite.h"
-#include "peers.h"
+#include "peers/khash.h"
+#include "peers/khashlite.h"
+#include "support/prng.h"
 
-/* --- allocation counting (peers.h) ---------------------------------------- */
-
-peers_count_t *peers_counting;
-
-static size_t spend(void *p)
-{
-    return malloc_usable_size(p) + sizeof(size_t);
-}
-
-static void count_live(size_t add, size_t sub)
-{
-    peers_count_t *c = peers_counting;
-    c->live += add;
-    if (c->live > c->peak)
-        c->peak = c->live;
-    c->live -= sub;
-}
-
-void peers_count_alloc(void *p)
-{
-    peers_counting->allocs++;
-    count_live(spend(p), 0);
-}
-
-void peers_count_free(void *p)
-{
-    peers_counting->live -= spend(p);
-}
-
-#if defined(__SANITIZE_ADDRESS__)
-#define PEERS_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PEERS_ASAN 1
-#endif
-#endif
-
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
-/* Was p served by mmap?  glibc keeps a chunk's size in the word before it,
- * bit 1 IS_MMAPPED.  AddressSanitizer's and valgrind's allocators have no
- * such word: there every moved realloc counts as a copy. */
-static int chunk_mmapped(const void *p)
-{
-#ifdef PEERS_ASAN
-    (void)p;
-    return 0;
-#else
-    return !RUNNING_ON_VALGRIND && (((const size_t *)p)[-1] & 2) != 0;
-#endif
-}
-
-void *peers_count_realloc(void *p, size_t n)
-{
-    size_t old;
-    int mmapped;
-    void *q;
-    if (!p)
-        return peers_malloc(n);
-    old = spend(p);
-    mmapped = chunk_mmapped(p);
-    q = realloc(p, n);
-    if (!q)
-        return NULL;
-    peers_counting->allocs++;
-    if (q == p || mmapped) {
-        size_t now = spend(q);
-        count_live(now > old ? now - old : 0, now < old ? old - now : 0);
-    } else
-        count_live(spend(q), old);   /* malloc, copy, free: both held */
-    return q;
-}
-
-static void *khl_count_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    (void)ud;
-    (void)osize;
-    if (nsize == 0) {
-        peers_free(ptr);
-        return NULL;
-    }
-    return ptr ? peers_realloc(ptr, nsize) : peers_malloc(nsize);
-}
-
-static const khl_allocator_t khl_count_allocator = {khl_count_allocf, NULL};
-
-static void oom(const char *what)
-{
-    fprintf(stderr, "peers: out of memory (%s)\n", what);
-    exit(1);
-}
 
 /* --- khashlite ------------------------------------------------------------- */
 
-KHL_INIT(kl_u32, uint32_t, peers_u32_V, 1, khl_hash_u32, khl_eq_int)
-KHL_INIT(kl_u64, uint64_t, peers_u64_V, 1, khl_hash_u64, khl_eq_int)
-KHL_INIT(kl_str, const char *, peers_str_V, 1, khl_hash_str, khl_eq_str)
-
-/* The fused erase by key where the core has it, else get + del: the one place
- * that chooses. */
-#ifdef khl_del_key
-#define PEERS_KHL_ERASE(NAME, h, k) return khl_del_key(NAME, h, k) ? 1 : 0;
-#else
-#define PEERS_KHL_ERASE(NAME, h, k)                                                   \
-    khl_iter_t it = khl_get(NAME, h, k);                                              \
-    if (it == khl_end(NAME, h))                                                       \
-        return 0;                                                                     \
-    khl_del(NAME, h, it);                                                             \
-    return 1;
-#endif
-
-#define PEERS_KHL(TAG, NAME, BP)                                                      \
-    typedef khl_t(NAME) TAG##_T;                                                      \
-    static inline void TAG##_init(TAG##_T *h)                                         \
-    {                                                                                 \
-        khl_init(NAME, h, peers_counting ? &khl_count_allocator : &khl_libc_allocator); \
-    }                                                                                 \
-    static inline void TAG##_free(TAG##_T *h) { khl_destroy(NAME, h); }               \
-    static inline int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)               \
-    {                                                                                 \
-        int ret;                                                                      \
-        khl_iter_t it = khl_put(NAME, h, k, &ret);                                    \
-        if (ret < 0)                                                                  \
-            return -1;                                                                \
-        peers_set_##BP(&khl_val(NAME, h, it), i);                                     \
-        return ret != 0;                                                              \
-    }                                                                                 \
-    static inline const peers_##BP##_V *TAG##_get(const TAG##_T *h, peers_##BP##_K k) \
-    {                                                                                 \
-        khl_iter_t it = khl_get(NAME, h, k);                                          \
-        return it == khl_end(NAME, h) ? NULL : &khl_val(NAME, h, it);                 \
-    }                                                                                 \
-    static inline int TAG##_erase(TAG##_T *h, peers_##BP##_K k)                       \
-    {                                                                                 \
-        PEERS_KHL_ERASE(NAME, h, k)                                                   \
-    }                                                                                 \
-    static inline uint64_t TAG##_sum(const TAG##_T *h)                                \
-    {                                                                                 \
-        uint64_t s = 0;                                                               \
-        peers_##BP##_V v;                                                             \
-        khl_foreach_value(NAME, h, v, s += peers_low_##BP(&v));                       \
-        return s;                                                                     \
-    }                                                                                 \
-    static inline size_t TAG##_size(const TAG##_T *h) { return khl_size(NAME, h); }   \
-    PEERS_GEN(TAG, BP)
-
-PEERS_KHL(kl_u32, kl_u32, u32)
-PEERS_KHL(kl_u64, kl_u64, u64)
-PEERS_KHL(kl_str, kl_str, str)
+PEERS_KHL_TABLE(kl_u32, u32, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(kl_u64, u64, khl_hash_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(kl_str, str, khl_hash_str, khl_eq_str, KHL_LAYOUT_SINGLE)
 
 /* What the seed costs: khl_hash_u32/u64 without it (the same multiply).
  * Strings keep XXH3: its seed is an argument, free. */
 static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15ULL; }
-KHL_INIT(kn_u32, uint32_t, peers_u32_V, 1, unseeded_u64, khl_eq_int)
-KHL_INIT(kn_u64, uint64_t, peers_u64_V, 1, unseeded_u64, khl_eq_int)
-PEERS_KHL(kn_u32, kn_u32, u32)
-PEERS_KHL(kn_u64, kn_u64, u64)
+PEERS_KHL_TABLE(kn_u32, u32, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 
-/* --- htslib's klib khash, its allocations counted -------------------------- */
+/* --- htslib's klib khash, its allocations counted (peers/khash.h) ---------- */
 
-#define kcalloc(N, Z) peers_calloc(N, Z)
-#define kmalloc(Z) peers_malloc(Z)
-#define krealloc(P, Z) peers_realloc(P, Z)
-#define kfree(P) peers_free(P)
-#include <htslib/khash.h>
-
-KHASH_MAP_INIT_INT(kh_u32, peers_u32_V)
-KHASH_MAP_INIT_INT64(kh_u64, peers_u64_V)
-KHASH_MAP_INIT_STR(kh_str, peers_str_V)
-
-#define PEERS_KH(TAG, NAME, BP)                                                       \
-    typedef khash_t(NAME) *TAG##_T;                                                   \
-    static inline void TAG##_init(TAG##_T *h)                                         \
-    {                                                                                 \
-        if (!(*h = kh_init(NAME)))                                                    \
-            oom("kh_init");                                                           \
-    }                                                                                 \
-    static inline void TAG##_free(TAG##_T *h) { kh_destroy(NAME, *h); }               \
-    static inline int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)               \
-    {                                                                                 \
-        int ret;                                                                      \
-        khint_t it = kh_put(NAME, *h, k, &ret);                                       \
-        if (ret < 0)                                                                  \
-            return -1;                                                                \
-        peers_set_##BP(&kh_val(*h, it), i);                                           \
-        return ret != 0;                                                              \
-    }                                                                                 \
-    static inline const peers_##BP##_V *TAG##_get(const TAG##_T *h, peers_##BP##_K k) \
-    {                                                                                 \
-        khint_t it = kh_get(NAME, *h, k);                                             \
-        return it == kh_end(*h) ? NULL : &kh_val(*h, it);                             \
-    }                                                                                 \
-    static inline int TAG##_erase(TAG##_T *h, peers_##BP##_K k)                       \
-    {                                                                                 \
-        khint_t it = kh_get(NAME, *h, k);                                             \
-        if (it == kh_end(*h))                                                         \
-            return 0;                                                                 \
-        kh_del(NAME, *h, it);                                                         \
-        return 1;                                                                     \
-    }                                                                                 \
-    static inline uint64_t TAG##_sum(const TAG##_T *h)                                \
-    {                                                                                 \
-        uint64_t s = 0;                                                               \
-        for (khint_t i = kh_begin(*h); i != kh_end(*h); ++i)                          \
-            if (kh_exist(*h, i))                                                      \
-                s += peers_low_##BP(&kh_val(*h, i));                                  \
-        return s;                                                                     \
-    }                                                                                 \
-    static inline size_t TAG##_size(const TAG##_T *h) { return kh_size(*h); }         \
-    PEERS_GEN(TAG, BP)
-
-PEERS_KH(kh_u32, kh_u32, u32)
-PEERS_KH(kh_u64, kh_u64, u64)
-PEERS_KH(kh_str, kh_str, str)
+PEERS_KH_TABLE(kh_u32, u32, INT)
+PEERS_KH_TABLE(kh_u64, u64, INT64)
+PEERS_KH_TABLE(kh_str, str, STR)
 
 /* --- the contenders --------------------------------------------------------- */
 
@@ -289,12 +88,9 @@ typedef struct table {
     const peers_ops_t *ops;   /* [PEERS_N_BP] */
 } table_t;
 
-static const peers_ops_t khl_ops[PEERS_N_BP] = {PEERS_OPS(kl_u32), PEERS_OPS(kl_u64),
-                                               PEERS_OPS(kl_str)};
-static const peers_ops_t kh_ops[PEERS_N_BP] = {PEERS_OPS(kh_u32), PEERS_OPS(kh_u64),
-                                              PEERS_OPS(kh_str)};
-static const peers_ops_t khn_ops[PEERS_N_BP] = {PEERS_OPS(kn_u32), PEERS_OPS(kn_u64),
-                                               PEERS_OPS(kl_str)};
+static const peers_ops_t khl_ops[PEERS_N_BP] = PEERS_OPS3(kl_u32, kl_u64, kl_str);
+static const peers_ops_t kh_ops[PEERS_N_BP] = PEERS_OPS3(kh_u32, kh_u64, kh_str);
+static const peers_ops_t khn_ops[PEERS_N_BP] = PEERS_OPS3(kn_u32, kn_u64, kl_str);
 
 /* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST). */
 enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, N_TABLES };
@@ -308,9 +104,6 @@ static const table_t tables[N_TABLES] = {
 #define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
 #define SEED_COST (1u << T_KHL_UNSEEDED)
 
-static const char *const bp_names[PEERS_N_BP] = {"u32", "u64", "str16"};
-static const size_t bp_key_bytes[PEERS_N_BP] = {sizeof(uint32_t), sizeof(uint64_t),
-                                                sizeof(const char *)};
 
 static void fail(const char *table, const char *what, size_t n)
 {
@@ -318,103 +111,11 @@ static void fail(const char *table, const char *what, size_t n)
     exit(1);
 }
 
-/* --- keys ------------------------------------------------------------------ */
-
-/* Bijections, so distinct inputs give distinct keys without a check. */
-static uint32_t mix32(uint32_t h)
+/* keys_make, or exit when out of memory. */
+static void keys_or_exit(keys_t *k, int type, int kind, size_t n, int shuffled)
 {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    return mix64(*s += 0x9e3779b97f4a7c15ULL);
-}
-
-enum { KS_SEQ, KS_MULT, KS_RAND, N_KINDS };
-static const char *const kind_names[N_KINDS] = {"seq", "mult", "rand"};
-
-/* n keys to insert (hit), the same shuffled, and n absent ones (miss). */
-typedef struct keys {
-    void *hit, *shuf, *miss;
-    char *strings;
-    size_t n, ksz;
-} keys_t;
-
-static void keys_free(keys_t *k)
-{
-    free(k->hit);
-    free(k->shuf);
-    free(k->miss);
-    free(k->strings);
-    memset(k, 0, sizeof *k);
-}
-
-/* Key i of blueprint bp and kind: i < n are the hits, n..2n-1 the misses. */
-static void key_make(keys_t *k, int bp, int kind, size_t i, void *dst)
-{
-    if (bp == PEERS_U32) {
-        uint32_t x = (uint32_t)i;
-        x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : mix32(x);
-        memcpy(dst, &x, sizeof x);
-    } else if (bp == PEERS_U64) {
-        uint64_t x = mix64(i);
-        memcpy(dst, &x, sizeof x);
-    } else {
-        static const char hex[] = "0123456789abcdef";
-        char *s = k->strings + i * 17;
-        uint64_t x = mix64(i);
-        for (int c = 0; c < 16; ++c)
-            s[c] = hex[(x >> (4 * c)) & 15];
-        s[16] = '\0';
-        memcpy(dst, &s, sizeof s);
-    }
-}
-
-static void keys_make(keys_t *k, int bp, int kind, size_t n, int shuffled)
-{
-    size_t ksz = bp_key_bytes[bp];
-    uint64_t s = 42;
-    memset(k, 0, sizeof *k);
-    k->n = n;
-    k->ksz = ksz;
-    k->hit = malloc(n * ksz);
-    k->miss = malloc(n * ksz);
-    k->shuf = shuffled ? malloc(n * ksz) : NULL;
-    k->strings = bp == PEERS_STR ? malloc(2 * n * 17) : NULL;
-    if (!k->hit || !k->miss || (shuffled && !k->shuf) || (bp == PEERS_STR && !k->strings))
-        oom("keys");
-    for (size_t i = 0; i < 2 * n; ++i)
-        key_make(k, bp, kind, i, (char *)(i < n ? k->hit : k->miss) + (i % n) * ksz);
-    if (!shuffled)
-        return;
-    memcpy(k->shuf, k->hit, n * ksz);
-    for (size_t i = n; i > 1; --i) {   /* Fisher-Yates */
-        char tmp[8], *a = (char *)k->shuf + (i - 1) * ksz, *b = (char *)k->shuf + rnd(&s) % i * ksz;
-        memcpy(tmp, a, ksz);
-        memcpy(a, b, ksz);
-        memcpy(b, tmp, ksz);
-    }
-}
-
-static const void *key_at(const void *keys, size_t ksz, size_t i)
-{
-    return (const char *)keys + i * ksz;
+    if (keys_make(k, type, kind, n, shuffled) < 0)
+        peers_oom("keys");
 }
 
 /* --- rounds ----------------------------------------------------------------- */
@@ -431,7 +132,7 @@ static void run_rounds(const bench_opts_t *o, const char *workload, int bp, unsi
     double *v[N_TABLES] = {0};
     for (int t = 0; t < N_TABLES; ++t)
         if (which & (1u << t) && !(v[t] = malloc(sizeof(double) * (size_t)(reps * n_out))))
-            oom("results");
+            peers_oom("results");
     for (int r = 0; r < warmup + reps; ++r) {
         bench_progress(workload, (*step)++, total);
         for (int i = 0; i < N_TABLES; ++i) {
@@ -505,7 +206,7 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
     double per[P_N_OPS][MAX_POINTS];
     void *h = op->create();
     if (!h)
-        oom("create");
+        peers_oom("create");
     for (int p = 0; p < c->points; ++p) {
         size_t upto = n * (size_t)(p + 1) / (size_t)c->points, b, off;
         t0 = bench_now_ns();
@@ -515,37 +216,37 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
         done = upto;
         b = done < BATCH ? done : BATCH;
 
-        off = rnd(&s) % (done - b + 1);   /* erase-existing, re-inserted untimed */
+        off = prng_next(&s) % (done - b + 1);   /* erase-existing, re-inserted untimed */
         t0 = bench_now_ns();
-        if (op->erase(h, key_at(k->hit, k->ksz, off), b) != b)
+        if (op->erase(h, key_at(k, k->hit, off), b) != b)
             fail(table, "erase missed a key", n);
         per[P_ERASE][p] = per_op(t0, b);
         if (op->put(h, k->hit, off, off + b) != (long)b)
             fail(table, "re-insert did not add every key", n);
 
-        off = rnd(&s) % (done - b + 1);   /* replace-existing */
+        off = prng_next(&s) % (done - b + 1);   /* replace-existing */
         t0 = bench_now_ns();
         if (op->put(h, k->hit, off, off + b) != 0)
             fail(table, "replace added a key", n);
         per[P_REPLACE][p] = per_op(t0, b);
 
-        off = rnd(&s) % (n - b + 1);      /* erase-missing */
+        off = prng_next(&s) % (n - b + 1);      /* erase-missing */
         t0 = bench_now_ns();
-        if (op->erase(h, key_at(k->miss, k->ksz, off), b) != 0)
+        if (op->erase(h, key_at(k, k->miss, off), b) != 0)
             fail(table, "erase-missing erased a key", n);
         per[P_ERASE_MISSING][p] = per_op(t0, b);
 
-        off = rnd(&s) % (done - b + 1);   /* get-existing */
+        off = prng_next(&s) % (done - b + 1);   /* get-existing */
         t0 = bench_now_ns();
-        if (op->get(h, key_at(k->hit, k->ksz, off), b, &sum) != b)
+        if (op->get(h, key_at(k, k->hit, off), b, &sum) != b)
             fail(table, "get-existing missed a key", n);
         per[P_GET][p] = per_op(t0, b);
         if (sum != (uint64_t)b * off + (uint64_t)b * (b - 1) / 2)
             fail(table, "get-existing read a wrong value", n);
 
-        off = rnd(&s) % (n - b + 1);      /* get-missing */
+        off = prng_next(&s) % (n - b + 1);      /* get-missing */
         t0 = bench_now_ns();
-        if (op->get(h, key_at(k->miss, k->ksz, off), b, &sum) != 0)
+        if (op->get(h, key_at(k, k->miss, off), b, &sum) != 0)
             fail(table, "get-missing found a key", n);
         per[P_GET_MISSING][p] = per_op(t0, b);
 
@@ -573,10 +274,10 @@ static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_siz
             keys_t k;
             peers_ctx_t c = {&k, points};
             for (int i = 0; i < P_N_OPS; ++i) {
-                snprintf(names[i], sizeof names[i], "%s_%s_ns", bp_names[bp], p_ops[i]);
+                snprintf(names[i], sizeof names[i], "%s_%s_ns", key_type_names[bp], p_ops[i]);
                 metrics[i] = names[i];
             }
-            keys_make(&k, bp, KS_RAND, sizes[s], 0);
+            keys_or_exit(&k, bp, KS_RAND, sizes[s], 0);
             run_rounds(o, "peers", bp, ALL_TABLES, (long)sizes[s], warmup_for(o, sizes[s]),
                        reps_for(o, sizes[s]), peers_rep, &c, P_N_OPS, metrics, step, total);
             keys_free(&k);
@@ -602,7 +303,7 @@ static void big_rep(const peers_ops_t *op, const char *table, void *ctx, double 
     uint64_t sum, t0;
     void *h = op->create();
     if (!h)
-        oom("create");
+        peers_oom("create");
     t0 = bench_now_ns();
     if (op->put(h, k->hit, 0, n) != (long)n)
         fail(table, "insert did not add every key", n);
@@ -653,7 +354,7 @@ static size_t life_iters(const bench_opts_t *o, size_t n)
 static void pool_make(uint32_t *pool, int kind)
 {
     for (uint32_t i = 0; i <= POOL_MASK; ++i)
-        pool[i] = kind == KS_SEQ ? i : mix32(i);
+        pool[i] = kind == KS_SEQ ? i : prng_mix32(i);
 }
 
 static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_sizes,
@@ -677,10 +378,10 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
              * that set times no misses. */
             big_ctx_t c = {&k, !(huge && kind == KS_SEQ)};
             for (int i = 0; i < B_N_OPS; ++i) {
-                snprintf(names[i], sizeof names[i], "%s_%s_ns", kind_names[kind], b_ops[i]);
+                snprintf(names[i], sizeof names[i], "%s_%s_ns", key_kind_names[kind], b_ops[i]);
                 metrics[i] = names[i];
             }
-            keys_make(&k, PEERS_U32, kind, sizes[s], 1);
+            keys_or_exit(&k, KEY_U32, kind, sizes[s], 1);
             run_rounds(o, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
                        huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
                        metrics, step, total);
@@ -690,7 +391,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
         char name[48];
         const char *metric = name;
         pool_make(pool, life_kinds[kind]);
-        snprintf(name, sizeof name, "%s_life_ns", kind_names[life_kinds[kind]]);
+        snprintf(name, sizeof name, "%s_life_ns", key_kind_names[life_kinds[kind]]);
         for (int i = 0; i < 2; ++i) {
             life_ctx_t c = {pool, life_n[i], life_iters(o, life_n[i])};
             run_rounds(o, "vs_khash", PEERS_U32, ALL_TABLES | SEED_COST, (long)life_n[i], o->warmup,
@@ -722,14 +423,14 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
             void *h;
             peers_counting = &cnt;
             if (op->life(pool, POOL_MASK, n, 1) == UINT64_MAX)
-                oom("life");
+                peers_oom("life");
             bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
                         "allocs_per_life", (double)cnt.allocs);
             if (n <= 4) {
                 memset(&cnt, 0, sizeof cnt);
                 h = op->create();   /* the handle itself is not counted */
                 if (!h || op->put(h, pool, 0, n) != (long)n)
-                    oom("tiny table");
+                    peers_oom("tiny table");
                 bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
                             "heap_bytes", (double)cnt.live);
                 op->destroy(h);
@@ -743,10 +444,10 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
     {
         void *hdr = malloc(16), *blk = malloc(48);
         if (!hdr || !blk)
-            oom("mruby iv_tbl");
+            peers_oom("mruby iv_tbl");
         for (long n = 1; n <= 4; ++n)
             bench_value(o, "tiny", "mruby_iv_tbl", "split2", al, n, "heap_bytes",
-                        (double)(spend(hdr) + spend(blk)));
+                        (double)(peers_spend(hdr) + peers_spend(blk)));
         bench_value(o, "tiny", "mruby_iv_tbl", "split2", al, 0, "handle_bytes", sizeof(void *));
         free(hdr);
         free(blk);
@@ -761,7 +462,7 @@ static void growth_rep(const peers_ops_t *op, const char *table, void *ctx, doub
     void *h = op->create();
     uint64_t t0;
     if (!h)
-        oom("create");
+        peers_oom("create");
     t0 = bench_now_ns();
     if (op->put(h, k->hit, 0, k->n) != (long)k->n)
         fail(table, "insert did not add every key", k->n);
@@ -774,7 +475,7 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     static const char *const metric = "insert_ns";
     const char *al = bench_allocator(o);
     keys_t k;
-    keys_make(&k, PEERS_U64, KS_RAND, n, 0);
+    keys_or_exit(&k, KEY_U64, KS_RAND, n, 0);
     run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
                growth_rep, &k, 1, &metric, step, total);
     /* Untimed: one key per call, to see after which put the peak was set. */
@@ -785,10 +486,10 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
         void *h;
         peers_counting = &cnt;
         if (!(h = op->create()))
-            oom("create");
+            peers_oom("create");
         for (size_t i = 0; i < n; ++i) {
             if (op->put(h, k.hit, i, i + 1) != 1)
-                oom("growth");
+                peers_oom("growth");
             if (cnt.peak > peak) {
                 peak = cnt.peak;
                 at_peak = i ? i : 1;   /* the keys the rebuild moved */

@@ -1,7 +1,7 @@
-/* peer_flat.cpp: the C++ peers of program `peers` (prog_peers.c):
- * boost::unordered_flat_map (Debian libboost1.81-dev) and
- * absl::flat_hash_map (libabsl-dev), as peers.h adapters.  Both have the same
- * interface, so one adapter template serves both.
+/* flat.cpp: the C++ peers of the table benchmarks (programs peers and
+ * large): boost::unordered_flat_map (Debian libboost1.81-dev) and
+ * absl::flat_hash_map (libabsl-dev), as adapter.h adapters.  Both have the
+ * same interface, so one adapter template serves both.
  *
  * Each map uses its default hash and equality for the key (boost::hash with
  * boost's post-mixing for integers, absl::Hash); string keys are
@@ -11,7 +11,9 @@
  *
  * Allocation goes through peers_malloc/peers_free (malloc and free, counted
  * in the untimed passes), so memory and allocation counts are measured the
- * same way as for the C tables.  std::bad_alloc is the OOM return -1. */
+ * same way as for the C tables; the bytes asked for are also kept (stats),
+ * exact while one map is live, as in program large.  std::bad_alloc is the
+ * OOM return -1. */
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,9 +24,11 @@
 #include <absl/container/flat_hash_map.h>
 #include <boost/unordered/unordered_flat_map.hpp>
 
-#include "peers.h"
+#include "adapter.h"
 
 namespace {
+
+std::size_t asked_bytes;   // bytes the live maps asked for and hold
 
 template <class T>
 struct PeersAlloc {
@@ -38,9 +42,14 @@ struct PeersAlloc {
         void *p = n > SIZE_MAX / sizeof(T) ? nullptr : peers_malloc(n * sizeof(T));
         if (!p)
             throw std::bad_alloc();
+        asked_bytes += n * sizeof(T);
         return static_cast<T *>(p);
     }
-    void deallocate(T *p, std::size_t) noexcept { peers_free(p); }
+    void deallocate(T *p, std::size_t n) noexcept
+    {
+        asked_bytes -= n * sizeof(T);
+        peers_free(p);
+    }
     template <class U>
     bool operator==(const PeersAlloc<U> &) const noexcept { return true; }
     template <class U>
@@ -107,6 +116,13 @@ inline uint64_t flat_sum(const Box<M> *h)
 template <class M>
 inline size_t flat_size(const Box<M> *h) { return h->m().size(); }
 
+template <class M>
+inline void flat_stats(const Box<M> *h, size_t *bytes, size_t *buckets)
+{
+    *bytes = asked_bytes;
+    *buckets = h->m().bucket_count();
+}
+
 }  // namespace
 
 /* One adapter: MAP is Boost or Absl, MK the map's key type. */
@@ -130,6 +146,10 @@ inline size_t flat_size(const Box<M> *h) { return h->m().size(); }
         return flat_sum<TAG##_M, peers_low_##BP>(h);                                  \
     }                                                                                 \
     inline size_t TAG##_size(const TAG##_T *h) { return flat_size(h); }               \
+    inline void TAG##_stats(const TAG##_T *h, size_t *bytes, size_t *buckets)         \
+    {                                                                                 \
+        flat_stats(h, bytes, buckets);                                                \
+    }                                                                                 \
     PEERS_GEN(TAG, BP)                                                                \
     }
 
@@ -139,8 +159,12 @@ PEERS_FLAT(boost_str, Boost, str, std::string_view)
 PEERS_FLAT(absl_u32, Absl, u32, uint32_t)
 PEERS_FLAT(absl_u64, Absl, u64, uint64_t)
 PEERS_FLAT(absl_str, Absl, str, std::string_view)
+PEERS_FLAT(absl_v32_u64, Absl, u64_u32, uint64_t)
+PEERS_FLAT(absl_v32_str, Absl, str_u32, std::string_view)
 
-extern "C" const peers_ops_t peers_boost_ops[PEERS_N_BP] = {
-    PEERS_OPS(boost_u32), PEERS_OPS(boost_u64), PEERS_OPS(boost_str)};
-extern "C" const peers_ops_t peers_absl_ops[PEERS_N_BP] = {
-    PEERS_OPS(absl_u32), PEERS_OPS(absl_u64), PEERS_OPS(absl_str)};
+extern "C" const peers_ops_t peers_boost_ops[PEERS_N_BP] =
+    PEERS_OPS3(boost_u32, boost_u64, boost_str);
+extern "C" const peers_ops_t peers_absl_ops[PEERS_N_BP] =
+    PEERS_OPS3(absl_u32, absl_u64, absl_str);
+extern "C" const peers_ops_t peers_absl_v32_ops[PEERS_N_BP] =
+    PEERS_OPS3(absl_u32, absl_v32_u64, absl_v32_str);

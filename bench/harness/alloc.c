@@ -31,29 +31,3 @@ khl_pool_t *bench_pool_new(int thread_safe)
     opt.thread_safe = thread_safe;
     return khl_pool_new(&opt);
 }
-
-static void *count_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    bench_count_t *c = ud;
-    void *q = c->inner->fn(c->inner->ud, ptr, osize, nsize);
-    if (ptr) {
-        c->frees += nsize == 0 || q;
-        if (nsize == 0 || q)
-            c->live_bytes -= osize;
-    }
-    if (nsize && q) {
-        c->allocs++;
-        c->live_bytes += nsize;
-        if (c->live_bytes > c->peak_bytes)
-            c->peak_bytes = c->live_bytes;
-    }
-    return q;
-}
-
-void bench_count_init(bench_count_t *c, const khl_allocator_t *inner)
-{
-    memset(c, 0, sizeof *c);
-    c->inner = inner;
-    c->a.fn = count_allocf;
-    c->a.ud = c;
-}

@@ -1,7 +1,7 @@
 /* fastmm_loop.h: the loop of post 003 (docs/posts.md; FastMM against VC2008 malloc):
  * 10,000 blocks of 100 bytes allocated, then all freed in order, `rounds`
- * times.  Shared by bench/fastmm.c (seed_fastmm: every allocator in one
- * process) and bench/prog_seeds.c (seed_locks: what a lock costs the pool),
+ * times.  Shared by fastmm.c (seed_fastmm: every allocator in one
+ * process) and seeds.c (seed_locks: what a lock costs the pool),
  * with the adapter for the post's "critical section" case. */
 #ifndef KHL_BENCH_FASTMM_LOOP_H
 #define KHL_BENCH_FASTMM_LOOP_H

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# bench/run.sh MODE: runs every benchmark binary (one per program and malloc,
+# bench/scripts/run.sh MODE: runs every benchmark binary (one per program and malloc,
 # plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
 # results.csv, writes the machine details, then REPORT.md and the plots
-# (bench/report.c, gnuplot).
+# (bench/report/report.c, gnuplot).
 #   standard  `make bench`: about eight minutes on 2 cores
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mode=${1:-standard}
 BUILD=${BUILD:-build}
 case "$mode" in
@@ -37,12 +37,12 @@ for j in "${jobs[@]}"; do
     echo "[bench] $i/${#jobs[@]} $p on $m (--alloc=$a), $(( $(date +%s) - start )) s" >&2
     "$BUILD/bench/khl-bench-$p-$m" "${flags[@]}" --alloc="$a" --trace-dir="$out/traces" >> "$csv"
 done
-# seed_fastmm: one binary that loads every malloc itself (bench/fastmm.c).
+# seed_fastmm: one binary that loads every malloc itself (bench/programs/fastmm.c).
 echo "[bench] seed_fastmm, every allocator in one process, $(( $(date +%s) - start )) s" >&2
 "$BUILD/bench/khl-bench-fastmm" "${flags[@]}" >> "$csv"
 # Real interpreters (mruby, Lua) running scripts on each allocator.
-if [ -f bench/interp.sh ]; then
-    BUILD=$BUILD bash bench/interp.sh "$mode" "$csv"
+if [ -f bench/scripts/interp.sh ]; then
+    BUILD=$BUILD bash bench/scripts/interp.sh "$mode" "$csv"
 fi
 # mruby built from source, stock and on khashlite: only after `make mruby`
 # (mruby/bench.sh says so and adds no rows otherwise).

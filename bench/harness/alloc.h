@@ -1,8 +1,8 @@
 /* alloc.h: the allocators a benchmark runs its tables on.  "libc" is the
  * malloc the binary is linked with (glibc, tcmalloc, jemalloc or mimalloc),
  * reached through khl_libc_allocator; "pool" is a khl_pool on top of it.
- * The counting wrapper measures allocator calls and bytes in a separate,
- * untimed pass so the timed runs pay nothing for it. */
+ * Calls and bytes are counted in separate, untimed passes through
+ * support/check_alloc.h, so the timed runs pay nothing for it. */
 #ifndef KHL_BENCH_ALLOC_H
 #define KHL_BENCH_ALLOC_H
 
@@ -22,15 +22,5 @@ void bench_alloc_close(bench_alloc_t *ba);
 
 /* A khl_pool with default options but thread_safe; NULL on failure. */
 khl_pool_t *bench_pool_new(int thread_safe);
-
-/* Counts calls and bytes through to an inner allocator. */
-typedef struct bench_count {
-    khl_allocator_t a;       /* hand &c->a to khl_init */
-    const khl_allocator_t *inner;
-    uint64_t allocs, frees;
-    size_t live_bytes, peak_bytes;
-} bench_count_t;
-
-void bench_count_init(bench_count_t *c, const khl_allocator_t *inner);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/interp.sh MODE CSV: times real interpreters (mruby 3.1 through
+# bench/scripts/interp.sh MODE CSV: times real interpreters (mruby 3.1 through
 # khl-mruby, Lua 5.4 through khl-lua) running our scripts in bench/ruby and
 # bench/lua on glibc, tcmalloc, jemalloc, mimalloc (LD_PRELOAD) and on
 # khl_pool (--alloc=pool, --alloc=pool-reserved), and appends rows to CSV:
@@ -10,12 +10,13 @@
 # MODE: standard (3 repetitions, each run ~0.5 s on glibc, ~1 min in all),
 #       full (5 repetitions at the scripts' default sizes, 1-3 s a run),
 #       smoke (1 repetition at tiny sizes: checks everything runs).
-# Called by bench/run.sh; runs alone too:  BUILD=build bash bench/interp.sh standard /tmp/x.csv
+# Called by bench/scripts/run.sh; runs alone too:
+#   BUILD=build bash bench/scripts/interp.sh standard /tmp/x.csv
 # Exits non-zero when a run fails or when a script's output differs between
 # allocators (the output is the script's checksum: it must not depend on
 # the allocator).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 mode=${1:-}
 csv=${2:-}
 BUILD=${BUILD:-build}

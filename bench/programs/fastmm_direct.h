@@ -1,5 +1,5 @@
 /* fastmm_direct.h: the khl_pool_direct and khl_pool_header loops of
- * seed_fastmm, defined in bench/fastmm_direct.c, which is compiled without
+ * seed_fastmm, defined in fastmm_direct.c, which is compiled without
  * link-time optimisation. */
 #ifndef KHL_BENCH_FASTMM_DIRECT_H
 #define KHL_BENCH_FASTMM_DIRECT_H
