@@ -237,6 +237,23 @@ static inline void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
     khl_pool_free_unsized(p, ptr);
 }
 
+/* khl_pool_allocf, inline where the pool is plain: the allocator to name in
+ * KHL_INIT_ALLOC, so that a table's allocations and frees are the pool's
+ * fast paths in the table's own code (a resize, which tables never ask
+ * for, is the library's):
+ *     KHL_INIT_ALLOC(ids, uint64_t, int, 1, khl_hash_u64, khl_eq_int, khl_pool_allocf_inline)
+ *     khl_t(ids) h;  khl_init(ids, &h, pool); */
+static inline void *khl_pool_allocf_inline(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    if (nsize == 0) {
+        khl_pool_free_inline((khl_pool_t *)ud, ptr, osize);
+        return NULL;
+    }
+    if (ptr == NULL)
+        return khl_pool_alloc_inline((khl_pool_t *)ud, nsize);
+    return khl_pool_allocf(ud, ptr, osize, nsize);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -209,6 +209,18 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
     return b;
 }
 
+khl_block_t *khl_table_first(void *mem, const khl_type_t *t)
+{
+    khl_plan_t p;
+    khl_block_t *b;
+    p.nb = t->first_buckets;
+    p.reserved = 0;
+    p.regions.p[R_BLOCK] = mem;
+    b = lay_out(&p, NULL, 0, t);
+    verified(b, t);
+    return b;
+}
+
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed)
 {
@@ -387,6 +399,9 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
         return broken("shift does not match the bucket count", nb);
     if ((uintptr_t)pairs % pairs_align(nb, t))
         return broken("pairs misaligned", 0);
+    if (t->layout == KHL_LAYOUT_SINGLE &&
+        t->first_bytes != block_bytes(sizeof(khl_block_t), t->first_buckets, t))
+        return broken("the type's first block size (KHL_I_FIRST_BYTES) is not khl_table.c's", 0);
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
         if (c == KHL_CTRL_DELETED) {

@@ -136,6 +136,14 @@ typedef union khl_max_align {
 #define KHL_I_FIRST_BUCKETS(size, align)                                            \
     (KHL_I_BLOCK_FITS(16u, size, align) ? 16u : KHL_I_BLOCK_FITS(8u, size, align) ? 8u \
      : KHL_I_BLOCK_FITS(4u, size, align) ? 4u : KHL_I_BLOCK_FITS(2u, size, align) ? 2u : 1u)
+/* Its bytes: header, control bytes, pairs; at least the 16 bytes a tiny
+ * table's control window reads after the header (khl_table_check holds it
+ * to khl_table.c's block size). */
+#define KHL_I_FIRST_BYTES_(nb, size, align)                                         \
+    (KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size) < 32u                     \
+         ? 32u : KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size))
+#define KHL_I_FIRST_BYTES(size, align)                                              \
+    KHL_I_FIRST_BYTES_(KHL_I_FIRST_BUCKETS(size, align), size, align)
 
 typedef struct khl_block {
     uint32_t n_buckets;      /* a power of two */
@@ -173,6 +181,7 @@ typedef struct khl_type {
      * one, without allocating. */
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
     uint64_t (*hash)(const void *pair);     /* khl_table_check only */
+    size_t first_bytes;         /* KHL_I_FIRST_BYTES: a single layout's first block */
 } khl_type_t;
 
 /* --- type-independent operations (khl_table.c) ------------------------------ */
@@ -206,6 +215,8 @@ int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const
  * the new block; *freed receives the regions of old to free. */
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed);
+/* A table's first block, laid out empty in mem (first_bytes, single layout). */
+khl_block_t *khl_table_first(void *mem, const khl_type_t *t);
 /* The regions of b's storage (all of it, for a destroy). */
 void   khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t);
 void   khl_table_clear(khl_block_t *b, const khl_type_t *t);
@@ -251,6 +262,12 @@ static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, co
     *bp = khl_table_build(p, *bp, from, t, &freed);
     khl_free_regions(&freed, layout, fn, ud);
     return 0;
+}
+
+/* The bytes of a single-layout block: its first block's are a constant. */
+static inline size_t khl_single_bytes(const khl_block_t *b, const khl_type_t *t)
+{
+    return b->n_buckets == t->first_buckets ? t->first_bytes : khl_table_block_size(b, t);
 }
 
 static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
@@ -606,7 +623,8 @@ template <bool IsMap> constexpr int khl_require_map()
         (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000),                                \
         KHL_I_FIRST_BUCKETS(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name)), \
         khl_layout_##name,                                                          \
-        khl_move_##name, khl_rehash_##name, khl_hashpair_##name};                   \
+        khl_move_##name, khl_rehash_##name, khl_hashpair_##name,                    \
+        KHL_I_FIRST_BYTES(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name))};  \
     SCOPE void khl_init_##name(khl_t_##name *h, alloc_t alloc_m)                    \
     {                                                                               \
         h->b = NULL;                                                                \
@@ -615,8 +633,13 @@ template <bool IsMap> constexpr int khl_require_map()
     SCOPE void khl_destroy_##name(khl_t_##name *h)                                  \
     {                                                                               \
         khl_mem_t m_;                                                               \
-        khl_table_regions(&m_, h->b, &khl_type_##name);                             \
-        khl_free_regions(&m_, khl_layout_##name, FN, UD);                                              \
+        if (khl_layout_##name == KHL_LAYOUT_SINGLE) {                               \
+            if (h->b)                                                               \
+                FN(UD, h->b, khl_single_bytes(h->b, &khl_type_##name), 0);          \
+        } else {                                                                    \
+            khl_table_regions(&m_, h->b, &khl_type_##name);                         \
+            khl_free_regions(&m_, khl_layout_##name, FN, UD);                       \
+        }                                                                           \
         h->b = NULL;                                                                \
     }                                                                               \
     SCOPE void khl_clear_##name(khl_t_##name *h)                                    \
@@ -627,7 +650,8 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_reserve_plan(h->b, n, &khl_type_##name, &p_);      \
-        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD); \
+        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
+                             khl_layout_##name, FN, UD);                            \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
     {                                                                               \
@@ -638,13 +662,15 @@ template <bool IsMap> constexpr int khl_require_map()
             return 0;                                                               \
         }                                                                           \
         planned_ = khl_table_shrink_plan(h->b, &khl_type_##name, &p_);              \
-        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD); \
+        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
+                             khl_layout_##name, FN, UD);                            \
     }                                                                               \
     SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_copy_plan(h->b, src->b, &khl_type_##name, &p_);    \
-        return khl_carry_out(planned_, &p_, &h->b, src->b, &khl_type_##name, khl_layout_##name, FN, UD); \
+        return khl_carry_out(planned_, &p_, &h->b, src->b, &khl_type_##name,       \
+                             khl_layout_##name, FN, UD);                            \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
@@ -678,8 +704,19 @@ template <bool IsMap> constexpr int khl_require_map()
         unsigned char *ctrl;                                                        \
         uint32_t slot, base;                                                        \
         khl_plan_t p_;                                                              \
-        int planned_ = khl_table_grow_plan(h->b, &khl_type_##name, &p_);            \
-        if (khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name, khl_layout_##name, FN, UD) < 0) { \
+        int failed_;                                                                \
+        if (khl_layout_##name == KHL_LAYOUT_SINGLE && !h->b) {                      \
+            /* The first block: a constant size, laid out in one call. */          \
+            void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);              \
+            failed_ = !mem_;                                                        \
+            if (mem_)                                                               \
+                h->b = khl_table_first(mem_, &khl_type_##name);                     \
+        } else {                                                                    \
+            int planned_ = khl_table_grow_plan(h->b, &khl_type_##name, &p_);        \
+            failed_ = khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,   \
+                                    khl_layout_##name, FN, UD) < 0;                 \
+        }                                                                           \
+        if (failed_) {                                                              \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
         }                                                                           \

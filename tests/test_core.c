@@ -96,6 +96,12 @@ Test(core, first_blocks_fit_88_bytes)
     cr_assert_eq(khl_block_size(big, &b), 88);
     cr_assert_eq(khl_n_buckets(cs64, &c), 8);
     cr_assert_eq(khl_block_size(cs64, &c), 88);
+    /* A first put allocates the type's constant first_bytes: were it not
+     * khl_table.c's block size, the checker would say so. */
+    khl_type_t wrong = khl_type_c32;
+    wrong.first_bytes += 8;
+    cr_assert_eq(khl_table_check(a.b, &khl_type_c32), 0);
+    cr_assert_eq(khl_table_check(a.b, &wrong), -1);
     khl_destroy(c32, &a);
     khl_destroy(big, &b);
     khl_destroy(cs64, &c);

@@ -113,3 +113,50 @@ Test(pool_inline, checked_pool_double_free_aborts, .signal = SIGABRT)
     khl_pool_free(p, x, 64);
     khl_pool_free(p, x, 64);
 }
+
+/* A table naming khl_pool_allocf_inline (KHL_INIT_ALLOC) takes the same
+ * blocks from its pool as a table on the library's hook takes from another:
+ * counts and bytes equal at every step, nothing left after destroy. */
+KHL_INIT(hooked, uint64_t, uint64_t, 1, khl_hash_u64, khl_eq_int)
+KHL_INIT_ALLOC(inlined, uint64_t, uint64_t, 1, khl_hash_u64, khl_eq_int, khl_pool_allocf_inline)
+
+static void assert_same_pool_use(khl_pool_t *a, khl_pool_t *b, int step)
+{
+    khl_pool_stats_t sa, sb;
+    khl_pool_stats(a, &sa);
+    khl_pool_stats(b, &sb);
+    cr_assert_eq(sa.allocs, sb.allocs, "step %d", step);
+    cr_assert_eq(sa.frees, sb.frees, "step %d", step);
+    cr_assert_eq(sa.in_use_bytes, sb.in_use_bytes, "step %d", step);
+    cr_assert_eq(khl_pool_check(b), 0, "step %d", step);
+}
+
+Test(pool_inline, a_table_on_the_inline_allocf_uses_the_pool_as_the_hook_does)
+{
+    khl_pool_t *pa = pool_of(0, 0), *pb = pool_of(0, 0);
+    khl_allocator_t al = khl_pool_allocator(pa);
+    uint64_t s = 3;
+    for (int life = 0; life < 200; ++life) {
+        khl_t(hooked) a;
+        khl_t(inlined) b;
+        khl_init(hooked, &a, &al);
+        khl_init(inlined, &b, pb);
+        int n = life % 50 == 49 ? 20000 : 1 + life % 24;
+        for (int i = 0; i < n; ++i) {
+            uint64_t k = prng_next(&s);
+            khl_val(hooked, &a, khl_put(hooked, &a, k, NULL)) = k;
+            khl_val(inlined, &b, khl_put(inlined, &b, k, NULL)) = k;
+        }
+        assert_same_pool_use(pa, pb, life);
+        cr_assert_eq(khl_size(inlined, &b), khl_size(hooked, &a));
+        cr_assert_eq(khl_check(inlined, &b), 0);
+        khl_destroy(hooked, &a);
+        khl_destroy(inlined, &b);
+        assert_same_pool_use(pa, pb, life);
+    }
+    khl_pool_stats_t st;
+    khl_pool_stats(pb, &st);
+    cr_assert_eq(st.in_use_bytes, 0);
+    khl_pool_destroy(pa);
+    khl_pool_destroy(pb);
+}

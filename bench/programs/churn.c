@@ -6,6 +6,11 @@
  *
  * churn_int, churn_str (and *_reserve): create, put n distinct keys, get each,
  *   destroy; ns per lifecycle, allocator calls per lifecycle, bytes asked for.
+ * churn_alloc (on the pool): churn_int's single layout on one pool three
+ *   ways: through the hook (khl_pool_allocator), and as KHL_INIT_ALLOC types
+ *   naming khl_pool_allocf (the library's function, called directly) or
+ *   khl_pool_allocf_inline (the pool's fast paths inlined into the table's
+ *   code); interleaved, their order rotated each repetition.
  * hook_pair: one allocate + free through the allocator hook, at the sizes
  *   of these tables' blocks: the unit the layouts multiply.
  * many: a large number of live tables of n keys, random lookups across them,
@@ -21,6 +26,7 @@
 #include "harness/alloc.h"
 #include "harness/bench.h"
 #include "khashlite/khashlite.h"
+#include "khashlite/khl_pool_inline.h"
 #include "support/check_alloc.h"
 #include "support/prng.h"
 
@@ -30,6 +36,8 @@ KHL_INIT_LAYOUT(ci_split3, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_
 KHL_INIT_LAYOUT(cs_single, const char *, uint32_t, 1, khl_hash_str, khl_eq_str, KHL_LAYOUT_SINGLE)
 KHL_INIT_LAYOUT(cs_split2, const char *, uint32_t, 1, khl_hash_str, khl_eq_str, KHL_LAYOUT_SPLIT2)
 KHL_INIT_LAYOUT(cs_split3, const char *, uint32_t, 1, khl_hash_str, khl_eq_str, KHL_LAYOUT_SPLIT3)
+KHL_INIT_ALLOC(ci_named, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, khl_pool_allocf)
+KHL_INIT_ALLOC(ci_inline, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, khl_pool_allocf_inline)
 
 #define MAX_N 64
 static uint32_t int_keys[MAX_N];
@@ -48,10 +56,10 @@ static void make_keys(void)
     }
 }
 
-/* One table lifecycle per call.  The result feeds BENCH_KEEP so nothing is
- * optimised away. */
-#define LIFECYCLE(fn, name, KEYS)                                                   \
-    static uint32_t fn(const khl_allocator_t *a, int n, int reserve)               \
+/* One table lifecycle per call, on allocator a (for a KHL_INIT_ALLOC type,
+ * its ud).  The result feeds BENCH_KEEP so nothing is optimised away. */
+#define LIFECYCLE(fn, name, KEYS, alloc_t)                                          \
+    static uint32_t fn(alloc_t a, int n, int reserve)                               \
     {                                                                               \
         khl_t(name) h;                                                              \
         uint32_t sum = 0;                                                           \
@@ -71,12 +79,14 @@ static void make_keys(void)
         return sum;                                                                 \
     }
 
-LIFECYCLE(life_ci_single, ci_single, int_keys)
-LIFECYCLE(life_ci_split2, ci_split2, int_keys)
-LIFECYCLE(life_ci_split3, ci_split3, int_keys)
-LIFECYCLE(life_cs_single, cs_single, str_keys)
-LIFECYCLE(life_cs_split2, cs_split2, str_keys)
-LIFECYCLE(life_cs_split3, cs_split3, str_keys)
+LIFECYCLE(life_ci_single, ci_single, int_keys, const khl_allocator_t *)
+LIFECYCLE(life_ci_split2, ci_split2, int_keys, const khl_allocator_t *)
+LIFECYCLE(life_ci_split3, ci_split3, int_keys, const khl_allocator_t *)
+LIFECYCLE(life_cs_single, cs_single, str_keys, const khl_allocator_t *)
+LIFECYCLE(life_cs_split2, cs_split2, str_keys, const khl_allocator_t *)
+LIFECYCLE(life_cs_split3, cs_split3, str_keys, const khl_allocator_t *)
+LIFECYCLE(life_ci_named, ci_named, int_keys, void *)
+LIFECYCLE(life_ci_inline, ci_inline, int_keys, void *)
 
 typedef uint32_t (*life_fn)(const khl_allocator_t *, int, int);
 static const char *const layouts[3] = {"single", "split2", "split3"};
@@ -144,6 +154,60 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
         if (on_pool)
             bench_row(o, workload, "khashlite", "single", bench_allocator(o), n,
                       "malloc_over_pool_same_process", bench_summarise(libc_over_pool, reps));
+    }
+    bench_alloc_close(&ba);
+}
+
+/* --- the allocator named at compile time ------------------------------------ */
+
+/* The hook's lifecycle, taking its allocator as a void * like the others,
+ * so that one loop times the three ways. */
+static uint32_t life_ci_hook(void *a, int n, int reserve)
+{
+    return life_ci_single((const khl_allocator_t *)a, n, reserve);
+}
+
+static double time_named(uint32_t (*life)(void *, int, int), void *a, long L, int n)
+{
+    uint32_t keep = 0;
+    uint64_t t0 = bench_now_ns();
+    for (long i = 0; i < L; ++i)
+        keep += life(a, n, 0);
+    BENCH_KEEP(keep);
+    return (double)(bench_now_ns() - t0) / (double)L;
+}
+
+static void churn_alloc(const bench_opts_t *o)
+{
+    static const char *const ways[3] = {"hook", "named", "named_inline"};
+    uint32_t (*const life[3])(void *, int, int) = {life_ci_hook, life_ci_named, life_ci_inline};
+    bench_alloc_t ba;
+    if (bench_alloc_open(&ba, o) < 0 || !ba.pool) {
+        fprintf(stderr, "churn_alloc: runs on the pool only\n");
+        exit(1);
+    }
+    int reps = o->reps < 64 ? o->reps : 64;
+    for (int si = 0; si < n_churn_sizes; ++si) {
+        int n = churn_sizes[si];
+        long L = lifecycles_for(o, n);
+        double t[3][64], hook_over_inline[64];
+        for (int r = -o->warmup; r < reps; ++r) {
+            double ns[3];
+            for (int k = 0; k < 3; ++k) {
+                int w = (k + (r < 0 ? 0 : r)) % 3;
+                ns[w] = time_named(life[w], w == 0 ? (void *)&ba.a : (void *)ba.pool, L, n);
+            }
+            if (r >= 0) {
+                for (int w = 0; w < 3; ++w)
+                    t[w][r] = ns[w];
+                hook_over_inline[r] = ns[0] / ns[2];
+            }
+        }
+        for (int w = 0; w < 3; ++w)
+            bench_row(o, "churn_alloc", "khashlite", ways[w], bench_allocator(o), n,
+                      "ns_per_lifecycle", bench_summarise(t[w], reps));
+        bench_row(o, "churn_alloc", "khashlite", "named_inline", bench_allocator(o), n,
+                  "hook_over_inline_same_process", bench_summarise(hook_over_inline, reps));
     }
     bench_alloc_close(&ba);
 }
@@ -316,6 +380,8 @@ int main(int argc, char **argv)
         bench_progress(runs[i].name, i + 1, 4);
         churn(&o, runs[i].name, runs[i].life, runs[i].reserve);
     }
+    if (strcmp(o.alloc, "pool") == 0 && bench_wanted(&o, "churn_alloc"))
+        churn_alloc(&o);
     if (bench_wanted(&o, "hook_pair"))
         hook_pair(&o);
     if (bench_wanted(&o, "many"))
