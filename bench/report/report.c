@@ -223,18 +223,22 @@ static void dump(FILE *o, const char *workload_prefix)
 
 /* Issue 12: mruby 3.1 stock against its iv tables on khashlite
  * (mruby/bench.sh), targets first, then every row. */
+static const char *const mruby_scripts[] = {"bm_ao_render", "bm_fib", "bm_so_lists", "ao_render",
+                                            "hash_churn", "strings"};
+#define N_MRUBY_SCRIPTS (sizeof mruby_scripts / sizeof mruby_scripts[0])
+
 static void mruby_section(FILE *o)
 {
     static const long ks[] = {1, 3, 8};
     static const char *speed[] = {"bm_ao_render", "hash_churn"};
-    static const char *all[] = {"bm_ao_render", "bm_fib", "bm_so_lists", "ao_render", "hash_churn", "strings"};
     char what[160], table[32];
     if (!find("mruby_run", NULL, NULL, NULL, -1, NULL)) {
         fprintf(o, "\n## mruby on khashlite\n\nNot measured in this run (`make mruby` first).\n");
         return;
     }
     fprintf(o, "\n## mruby on khashlite\n\nDebian's mruby 3.1 built from source: `stock`, and `khl` "
-               "with its instance-variable tables in one khashlite block (mruby/README.md), on glibc "
+               "with its instance-variable tables in one khashlite block and its method tables on "
+               "khashlite (mruby/README.md), on glibc "
                "and on khl_pool. Allocator calls and bytes are counted through mruby's allocf "
                "(khl-mrb-probe); speed ratios are stock's median seconds over the build's.\n\n"
                "| target | measured | wanted | |\n|---|---|---|---|\n");
@@ -259,15 +263,16 @@ static void mruby_section(FILE *o)
     }
     double worst = NAN;
     const char *worst_name = "";
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
-        double r = val("mruby_run", all[i], "khl", "glibc", -1, "ratio_vs_stock");
+    for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
+        double r = val("mruby_run", mruby_scripts[i], "khl", "glibc", -1, "ratio_vs_stock");
         if (!isnan(r) && (isnan(worst) || r < worst)) {
             worst = r;
-            worst_name = all[i];
+            worst_name = mruby_scripts[i];
         }
     }
     snprintf(what, sizeof what, "slowest script on glibc (%s): stock / khl, 5%% taken as noise", worst_name);
     target(o, what, worst, 0.95, 1, "x");
+    fprintf(o, "\n![mruby: stock seconds / khl seconds](mruby.svg)\n");
     dump(o, "mruby");
 }
 
@@ -1018,6 +1023,69 @@ static int latency_windows(const char *path, FILE *out)
     return 0;
 }
 
+/* Each script's speed-up over stock (median, min and max of the paired
+ * repetitions' ratios): khl on glibc and on khl_pool. */
+static void mruby_plot(const char *dir)
+{
+    static const char *const allocs[] = {"glibc", "khl_pool"};
+    char path[512];
+    int points = 0;
+    snprintf(path, sizeof path, "%s/mruby.dat", dir);
+    FILE *d = fopen(path, "w");
+    if (!d)
+        return;
+    for (int a = 0; a < 2; ++a) {
+        fprintf(d, "# khl on %s: index script median min max\n", allocs[a]);
+        for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
+            const row_t *r = find("mruby_run", mruby_scripts[i], "khl", allocs[a], -1, "ratio_vs_stock");
+            if (!r)
+                continue;
+            fprintf(d, "%g %s %g %g %g\n", (double)i + 0.15 * (2 * a - 1), mruby_scripts[i], r->median,
+                    r->min, r->max);
+            points++;
+        }
+        fprintf(d, "\n\n");
+    }
+    fclose(d);
+    if (!points)
+        return;
+    gnuplot(dir, "set terminal svg size 800,360 dynamic font 'sans,10' noenhanced\n"
+                 "set output 'mruby.svg'\n"
+                 "set title 'mruby 3.1: stock seconds / khl seconds (above 1: khl is faster)'\n"
+                 "set key top right\nset yrange [0:*]\nset xrange [-0.5:5.5]\n"
+                 "set arrow from -0.5,1 to 5.5,1 nohead dashtype 2\n"
+                 "plot 'mruby.dat' index 0 using 1:3:4:5:xtic(2) with yerrorbars pointtype 7 "
+                 "title 'khl on glibc', '' index 1 using 1:3:4:5 with yerrorbars pointtype 5 "
+                 "title 'khl on khl_pool'\n");
+}
+
+/* Issue 14: small-table churn on one pool, its allocator reached through
+ * the hook or named at compile time (KHL_INIT_ALLOC). */
+static void churn_alloc_section(FILE *o)
+{
+    static const char *const ways[] = {"hook", "named", "named_inline"};
+    if (!find("churn_alloc", NULL, NULL, NULL, -1, NULL))
+        return;
+    fprintf(o, "\n### The pool's allocator named at compile time\n\nchurn_int's single layout on one "
+               "khl_pool (bench/programs/churn.c, churn_alloc), ns per lifecycle: through the hook "
+               "(khl_pool_allocator), and as KHL_INIT_ALLOC types naming khl_pool_allocf (the "
+               "library's function, called directly) or khl_pool_allocf_inline (the pool's fast "
+               "paths inlined into the table's code). The three are interleaved, their order "
+               "rotated each repetition; the last column pairs hook and inline repetition by "
+               "repetition (above 1: inline is faster).\n\n"
+               "| n | hook | named | named_inline | hook / inline [min, max] |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < N_CHURN; ++i) {
+        const row_t *r = find("churn_alloc", "khashlite", "named_inline", "khl_pool", churn_n[i],
+                              "hook_over_inline_same_process");
+        if (!r)
+            continue;
+        fprintf(o, "| %ld |", churn_n[i]);
+        for (int w = 0; w < 3; ++w)
+            cell(o, val("churn_alloc", "khashlite", ways[w], "khl_pool", churn_n[i], "ns_per_lifecycle"), "%.1f");
+        fprintf(o, " %.3f [%.3f, %.3f] |\n", r->median, r->min, r->max);
+    }
+}
+
 static void latency_plot(const char *dir)
 {
     static const char *const who[] = {"glibc", "boost_pool", "khl_pool", "khl_pool_reserved"};
@@ -1098,6 +1166,7 @@ int main(int argc, char **argv)
         cell(o, val("hook_pair", NULL, NULL, allocators[a], 304, "ns_per_pair"), "%.1f");
         fputc('\n', o);
     }
+    churn_alloc_section(o);
     no_gain(o);
     targets(o);
     target_notes(o);
@@ -1138,5 +1207,6 @@ int main(int argc, char **argv)
     churn_plot(dir, "ns_per_lifecycle", "churn_ratio", "time relative to single (above 1: single is faster)", 1);
     churn_plot(dir, "bytes_asked_per_table", "churn_bytes", "bytes asked per table", 0);
     latency_plot(dir);
+    mruby_plot(dir);
     return 0;
 }
