@@ -209,18 +209,6 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
     return b;
 }
 
-khl_block_t *khl_table_first(void *mem, const khl_type_t *t)
-{
-    khl_plan_t p;
-    khl_block_t *b;
-    p.nb = t->first_buckets;
-    p.reserved = 0;
-    p.regions.p[R_BLOCK] = mem;
-    b = lay_out(&p, NULL, 0, t);
-    verified(b, t);
-    return b;
-}
-
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed)
 {

@@ -215,8 +215,6 @@ int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const
  * the new block; *freed receives the regions of old to free. */
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed);
-/* A table's first block, laid out empty in mem (first_bytes, single layout). */
-khl_block_t *khl_table_first(void *mem, const khl_type_t *t);
 /* The regions of b's storage (all of it, for a destroy). */
 void   khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t);
 void   khl_table_clear(khl_block_t *b, const khl_type_t *t);
@@ -262,6 +260,29 @@ static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, co
     *bp = khl_table_build(p, *bp, from, t, &freed);
     khl_free_regions(&freed, layout, fn, ud);
     return 0;
+}
+
+/* A table's first block laid out empty in mem (t->first_bytes, single
+ * layout), inline: it is the first put of every tiny table, and with t a
+ * constant the two memsets are a few stores.  As khl_table.c lays out any
+ * block: every byte after the header defined (a tiny table's control window
+ * reads into the pairs), the control bytes empty, the pairs aligned for the
+ * address mem has; the counters of a one-group table, which may fill
+ * (khl_check holds them to khl_table.c's). */
+static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t)
+{
+    khl_block_t *b = (khl_block_t *)mem;
+    unsigned char *ctrl = (unsigned char *)(b + 1);
+    uint32_t nb = t->first_buckets;
+    memset(ctrl, 0xFF, t->first_bytes - sizeof *b);
+    memset(ctrl, KHL_CTRL_EMPTY, nb);
+    b->n_buckets = nb;
+    b->size = 0;
+    b->growth_left = nb;
+    b->shift = 57;
+    b->reserved = 0;
+    b->pairs_pad = (uint16_t)((0u - (uintptr_t)(ctrl + nb)) & (t->pair_align - 1u));
+    return b;
 }
 
 /* The bytes of a single-layout block: its first block's are a constant. */
@@ -706,11 +727,11 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_plan_t p_;                                                              \
         int failed_;                                                                \
         if (khl_layout_##name == KHL_LAYOUT_SINGLE && !h->b) {                      \
-            /* The first block: a constant size, laid out in one call. */          \
+            /* The first block: a constant size, laid out inline. */               \
             void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);              \
             failed_ = !mem_;                                                        \
             if (mem_)                                                               \
-                h->b = khl_table_first(mem_, &khl_type_##name);                     \
+                h->b = khl_first_block(mem_, &khl_type_##name);                     \
         } else {                                                                    \
             int planned_ = khl_table_grow_plan(h->b, &khl_type_##name, &p_);        \
             failed_ = khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,   \
