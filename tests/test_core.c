@@ -230,13 +230,8 @@ Test(core, reserve_holds_under_churn_with_no_memory_left)
 
 /* --- KHL_INIT_ALLOC: the allocator named at compile time ---------------------- */
 
-/* The test allocator, called by name; ud is the test_alloc_t. */
-static void *named_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-    test_alloc_t *t = (test_alloc_t *)ud;
-    return t->a.fn(t->a.ud, ptr, osize, nsize);
-}
-KHL_INIT_ALLOC(n64, uint64_t, uint64_t, 1, khl_hash_u64, khl_eq_int, named_allocf)
+/* The checking allocator called by name; ud is the test_alloc_t. */
+KHL_INIT_ALLOC(n64, uint64_t, uint64_t, 1, khl_hash_u64, khl_eq_int, check_allocf)
 
 /* The same operations on a hook table and a named-allocator table ask for
  * the same blocks, and leave the same tables. */
