@@ -45,7 +45,7 @@ static uint32_t capacity(uint32_t nb, const khl_type_t *t)
 
 static uint32_t shift_for(uint32_t nb)
 {
-    return 57u - (nb > GROUP ? log2_u32(nb / GROUP) : 0u);
+    return KHL_I_TAG_SHIFT - (nb > GROUP ? log2_u32(nb / GROUP) : 0u);
 }
 
 /* --- layout --------------------------------------------------------------- */
@@ -75,8 +75,7 @@ static size_t region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
 /* Bytes between `head_end` (an address) and the first pair. */
 static uint16_t pad_at(const void *head_end, uint32_t nb, const khl_type_t *t)
 {
-    uintptr_t p = (uintptr_t)head_end, a = pairs_align(nb, t);
-    return (uint16_t)(((p + a - 1) & ~(a - 1)) - p);
+    return khl_pad_to(head_end, pairs_align(nb, t));
 }
 
 /* The single block or split2's [ctrl|pairs]: `hdr` bytes of header first.

@@ -125,6 +125,9 @@ typedef union khl_max_align {
  * size (KHL_I_FIRST_BUCKETS) is a constant expression; khl_table.c uses it
  * at run time. */
 #define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
+/* The tag is the hash's top 7 bits; the group bits are just below it, so a
+ * one-group table's shift is this and each doubling of groups takes one more. */
+#define KHL_I_TAG_SHIFT 57u
 #define KHL_I_PAIRS_START(head, align)                                              \
     ((align) <= KHL_ALIGNOF(khl_max_align_t)                                        \
          ? KHL_I_ALIGN_UP(head, align)                                              \
@@ -262,6 +265,13 @@ static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, co
     return 0;
 }
 
+/* Bytes from address end to the next multiple of align (a power of two):
+ * where pairs start after the control bytes. */
+static inline uint16_t khl_pad_to(const void *end, size_t align)
+{
+    return (uint16_t)((0u - (uintptr_t)end) & (align - 1u));
+}
+
 /* A table's first block laid out empty in mem (t->first_bytes, single
  * layout), inline: it is the first put of every tiny table, and with t a
  * constant the two memsets are a few stores.  As khl_table.c lays out any
@@ -279,9 +289,9 @@ static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t)
     b->n_buckets = nb;
     b->size = 0;
     b->growth_left = nb;
-    b->shift = 57;
+    b->shift = KHL_I_TAG_SHIFT;
     b->reserved = 0;
-    b->pairs_pad = (uint16_t)((0u - (uintptr_t)(ctrl + nb)) & (t->pair_align - 1u));
+    b->pairs_pad = khl_pad_to(ctrl + nb, t->pair_align);
     return b;
 }
 
@@ -319,7 +329,7 @@ static inline uint32_t khl_live_mask(uint32_t nb)
 
 static inline unsigned char khl_tag(uint64_t hash)
 {
-    return (unsigned char)(hash >> 57);
+    return (unsigned char)(hash >> KHL_I_TAG_SHIFT);
 }
 
 /* The walk over groups every lookup, insertion and rebuild uses. */
