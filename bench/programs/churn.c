@@ -56,14 +56,16 @@ static void make_keys(void)
     }
 }
 
-/* One table lifecycle per call, on allocator a (for a KHL_INIT_ALLOC type,
- * its ud).  The result feeds BENCH_KEEP so nothing is optimised away. */
+/* One table lifecycle per call, on allocator a: a khl_allocator_t, or for a
+ * KHL_INIT_ALLOC type its ud (alloc_t says which), so that every lifecycle
+ * has one type and one loop times them all.  The result feeds BENCH_KEEP so
+ * nothing is optimised away. */
 #define LIFECYCLE(fn, name, KEYS, alloc_t)                                          \
-    static uint32_t fn(alloc_t a, int n, int reserve)                               \
+    static uint32_t fn(void *a, int n, int reserve)                                 \
     {                                                                               \
         khl_t(name) h;                                                              \
         uint32_t sum = 0;                                                           \
-        khl_init(name, &h, a);                                                      \
+        khl_init(name, &h, (alloc_t)a);                                             \
         if (reserve && khl_reserve(name, &h, (size_t)n) < 0)                        \
             abort();                                                                \
         for (int i = 0; i < n; ++i) {                                               \
@@ -88,7 +90,7 @@ LIFECYCLE(life_cs_split3, cs_split3, str_keys, const khl_allocator_t *)
 LIFECYCLE(life_ci_named, ci_named, int_keys, void *)
 LIFECYCLE(life_ci_inline, ci_inline, int_keys, void *)
 
-typedef uint32_t (*life_fn)(const khl_allocator_t *, int, int);
+typedef uint32_t (*life_fn)(void *, int, int);
 static const char *const layouts[3] = {"single", "split2", "split3"};
 static const life_fn int_life[3] = {life_ci_single, life_ci_split2, life_ci_split3};
 static const life_fn str_life[3] = {life_cs_single, life_cs_split2, life_cs_split3};
@@ -101,7 +103,7 @@ static long lifecycles_for(const bench_opts_t *o, int n)
 }
 
 /* Times L lifecycles of layout `life` on allocator a: ns per lifecycle. */
-static double time_lifecycles(life_fn life, const khl_allocator_t *a, long L, int n, int reserve)
+static double time_lifecycles(life_fn life, void *a, long L, int n, int reserve)
 {
     uint32_t keep = 0;
     uint64_t t0 = bench_now_ns();
@@ -135,7 +137,7 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
                     t[l][r] = ns;
             }
             if (on_pool) {
-                double ns = time_lifecycles(life[0], &khl_libc_allocator, L, n, reserve);
+                double ns = time_lifecycles(life[0], (void *)(uintptr_t)&khl_libc_allocator, L, n, reserve);
                 if (r >= 0)
                     libc_over_pool[r] = ns / t[0][r];
             }
@@ -160,27 +162,10 @@ static void churn(const bench_opts_t *o, const char *workload, const life_fn lif
 
 /* --- the allocator named at compile time ------------------------------------ */
 
-/* The hook's lifecycle, taking its allocator as a void * like the others,
- * so that one loop times the three ways. */
-static uint32_t life_ci_hook(void *a, int n, int reserve)
-{
-    return life_ci_single((const khl_allocator_t *)a, n, reserve);
-}
-
-static double time_named(uint32_t (*life)(void *, int, int), void *a, long L, int n)
-{
-    uint32_t keep = 0;
-    uint64_t t0 = bench_now_ns();
-    for (long i = 0; i < L; ++i)
-        keep += life(a, n, 0);
-    BENCH_KEEP(keep);
-    return (double)(bench_now_ns() - t0) / (double)L;
-}
-
 static void churn_alloc(const bench_opts_t *o)
 {
     static const char *const ways[3] = {"hook", "named", "named_inline"};
-    uint32_t (*const life[3])(void *, int, int) = {life_ci_hook, life_ci_named, life_ci_inline};
+    const life_fn life[3] = {life_ci_single, life_ci_named, life_ci_inline};
     bench_alloc_t ba;
     if (bench_alloc_open(&ba, o) < 0 || !ba.pool) {
         fprintf(stderr, "churn_alloc: runs on the pool only\n");
@@ -195,7 +180,7 @@ static void churn_alloc(const bench_opts_t *o)
             double ns[3];
             for (int k = 0; k < 3; ++k) {
                 int w = (k + (r < 0 ? 0 : r)) % 3;
-                ns[w] = time_named(life[w], w == 0 ? (void *)&ba.a : (void *)ba.pool, L, n);
+                ns[w] = time_lifecycles(life[w], w == 0 ? (void *)&ba.a : (void *)ba.pool, L, n, 0);
             }
             if (r >= 0) {
                 for (int w = 0; w < 3; ++w)
