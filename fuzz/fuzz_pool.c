@@ -5,7 +5,8 @@
  * filled with a pattern derived from its slot and checked before it is freed
  * or resized, so any overlap or corruption aborts, and the pool's
  * invariants are checked (khl_pool_check) after every step.  First byte: options
- * (checked mode, thread-safe mode, small max_small and chunk_bytes). */
+ * (checked mode, thread-safe mode, small max_small and chunk_bytes, a
+ * thread_keep_bytes of 1). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opt.max_small = 512;
         opt.chunk_bytes = 16384;
     }
+    /* Keep nothing: every full batch goes through the published stack. */
+    opt.thread_keep_bytes = (data[0] & 8) ? 1 : 0;
     khl_pool_t *p = khl_pool_new(&opt);
     if (!p) {
         check_alloc_fini(&bk);

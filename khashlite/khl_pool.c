@@ -23,7 +23,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
 {
     khl_pool_options_t o;
     const khl_allocator_t *meta;
-    size_t max_small, chunk, bytes;
+    size_t max_small, chunk, bytes, used;
     unsigned ncls, i;
     long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES);
     khl_pool_t *p;
@@ -45,12 +45,13 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     ncls = class_of(max_small) + 1;
     meta = o.backing ? o.backing : &khl_libc_allocator;
     /* meta only promises malloc alignment; the pool wants cache lines */
-    bytes = sizeof *p + ncls * sizeof(cls_t) + 64;
+    used = sizeof *p + ncls * sizeof(cls_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
+    bytes = used + 64;
     raw = meta_alloc(meta, bytes);
     if (!raw)
         return NULL;
     p = (khl_pool_t *)align_up((uintptr_t)raw, 64);
-    memset(p, 0, sizeof *p + ncls * sizeof(cls_t));
+    memset(p, 0, used);
     p->self_raw = raw;
     p->self_bytes = bytes;
     p->flags = (o.thread_safe ? F_THREADS : 0u) | (o.checked ? F_CHECKED : 0u);
@@ -83,6 +84,10 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
         cls_bundles_init(c);
     }
     if (p->flags & F_THREADS) {
+        p->published = (published_t *)(void *)(p->cls + ncls);
+        for (i = 0; i < ncls; i++)
+            atomic_init(&p->published[i].head, NULL);
+        p->keep_bytes = o.thread_keep_bytes ? o.thread_keep_bytes : KHL_POOL_DEFAULT_THREAD_KEEP_BYTES;
         if (khl_i_threads_attach(p) != 0) {
             meta_free(meta, raw, bytes);
             return NULL;

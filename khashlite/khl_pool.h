@@ -48,14 +48,18 @@
  *                   current bundle (a free block)  full bundles      (in c)
  *
  * With thread_safe = 1 every thread keeps, per pool it uses and per class, a
- * cache: a list to allocate from, a list of blocks it freed, and a run of
- * never-used slots.  Both fast paths touch only the calling thread's cache:
- * no lock, no atomic read-modify-write.  Every `batch` frees (up to 128
- * blocks or 32 KiB) the freed list goes to the pool as one chain in O(1)
- * under the pool's lock, and an empty cache takes one chain back in O(1),
- * preferring chains it flushed itself (they are still in its core's cache);
- * a thread thus caches less than three batches per class.  Blocks may be
- * freed by any thread.  A thread's cache goes back to the pool when the
+ * cache: a list to allocate from, a list of blocks it freed, the full
+ * batches of freed blocks it keeps, and a run of never-used slots.  Both
+ * fast paths touch only the calling thread's cache: no lock, no atomic
+ * read-modify-write.  Every `batch` frees (up to 128 blocks or 32 KiB) the
+ * freed list becomes one batch: the thread keeps it while its kept batches
+ * hold at most thread_keep_bytes (default 2 MiB), else publishes it on the
+ * class's lock-free stack with one compare-and-swap.  An empty cache takes
+ * a batch it kept (no atomic), else every published batch at once (one
+ * atomic exchange), and only then takes the pool's lock for loose blocks
+ * or never-used slots.  Blocks may be freed by any thread: a block freed
+ * by another thread than the one that allocated it simply joins the
+ * freeing thread's cache.  A thread's cache goes back to the pool when the
  * thread exits; a destroyed pool's caches are simply forgotten.
  *
  * Every failure is reported (NULL or -1, the pool unchanged); misuse is
@@ -123,6 +127,15 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * so their chunks, and chunks over 128 KiB, always fault page by page;
      * khl_pool_reserve keeps every fault and system call out of the
      * allocations it covers. */
+    size_t thread_keep_bytes; /* thread-safe pools: freed bytes a thread keeps for itself; 0: KHL_POOL_DEFAULT_THREAD_KEEP_BYTES */
+    /* A thread's frees go to its own cache; each full batch stays there,
+     * for that thread's next allocations, while the batches it keeps hold
+     * at most thread_keep_bytes (over every class of this pool), and is
+     * published for any thread otherwise.  So a thread that frees what it
+     * allocated, up to thread_keep_bytes, never touches what other threads
+     * use; a thread that frees more than it allocates (a consumer) hands
+     * the surplus on.  Memory kept this way counts as in use to other
+     * threads and to khl_pool_trim until the thread exits. */
 } khl_pool_options_t;
 
 /* Default max_small: 16 KiB.  Table blocks double on growth, so a table's
@@ -134,6 +147,11 @@ typedef struct khl_pool_options {      /* a zero field means its default */
  * the chunk header's slack stays under 1/8, and small enough that a pool
  * with a handful of live classes stays around a megabyte. */
 #define KHL_POOL_DEFAULT_CHUNK_BYTES ((size_t)128 * 1024)
+/* Default thread_keep_bytes: 2 MiB, so that a thread working through a
+ * megabyte or two of small blocks (the FastMM loop's 10,000 x 100 B is
+ * 1.1 MB) frees and reuses them without a lock or an atomic operation,
+ * while one thread holds at most that much freed memory from others. */
+#define KHL_POOL_DEFAULT_THREAD_KEEP_BYTES ((size_t)2 * 1024 * 1024)
 
 /* Creates a pool.  opt may be NULL (all defaults); a zero field means its
  * default.  max_small is rounded up to a multiple of 16 and capped at 1 MiB;
@@ -212,12 +230,13 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 /* Gives back to the system every chunk that holds no live block, except
  * those needed to keep outstanding reserves ready.  In a thread-safe pool
  * the calling thread's cache for this pool goes back first, all of it
- * (blocks to hand out, blocks it freed, flushed batches, never-used runs;
- * its next allocation refills under the lock), so once every block is freed
- * and the other threads that used the pool have exited, it gives back what
- * a single-threaded pool would.  Blocks in other live
- * threads' caches count as live: trim cannot take them from their owners,
- * who give them back when they exit.  O(free blocks + chunks). */
+ * (blocks to hand out, blocks it freed, batches it kept, never-used runs;
+ * its next allocation refills under the lock), and so do the batches
+ * threads published, so once every block is freed and the other threads
+ * that used the pool have exited, it gives back what a single-threaded
+ * pool would.  Blocks in other live threads' caches (batches they keep
+ * included) count as live: trim cannot take them from their owners, who
+ * give them back when they exit.  O(free blocks + chunks). */
 void khl_pool_trim(khl_pool_t *p);
 
 /* Fills *s.  Thread-safe pools: counts are exact when no call is running;
@@ -240,7 +259,7 @@ khl_allocator_t khl_pool_allocator(khl_pool_t *p);
 
 /* Debug validator: walks the pool's whole structure - the chunk index and
  * system_bytes, every chunk's header and bump bounds, each class's free
- * blocks (bundles and flushed thread batches: every one a handed-out slot of
+ * blocks (bundles and batches of exited threads: every one a handed-out slot of
  * its class, none counted twice in a cycle, none live in a checked pool),
  * the count equations (free blocks = slots handed out - (allocs - frees),
  * in_use and the large blocks, reserves), and the calling thread's own

@@ -229,7 +229,6 @@ static int free_blocks_ok(const khl_pool_t *p, unsigned ci, size_t bound, size_t
 {
     const cls_t *c = &p->cls[ci];
     void *const *base = c->base, *const *top = c->top, *const *e;
-    const thread_cache_t *t;
     size_t i;
     while (base != c->root) {
         void **bundle = (void **)base - 1;
@@ -260,12 +259,7 @@ static int free_blocks_ok(const khl_pool_t *p, unsigned ci, size_t bound, size_t
     for (i = 0; i < (size_t)(top - c->root); i++)
         if (free_block_ok(p, ci, c->root[i], "root entry", n, bound) < 0)
             return -1;
-    if (chains_ok(p, ci, c->batches, bound, n) < 0)
-        return -1;
-    for (t = p->threads; t; t = t->next)
-        if (chains_ok(p, ci, t->c[ci].stash, bound, n) < 0)
-            return -1;
-    return 0;
+    return chains_ok(p, ci, c->batches, bound, n);
 }
 
 /* The calling thread's own cache for p, the only one it may read. */
@@ -273,14 +267,17 @@ static int own_cache_ok(const khl_pool_t *p)
 {
     const thread_cache_t *e = khl_i_own_cache(p);
     unsigned ci;
+    size_t kept = 0;
     if (!e)
         return 0;
     for (ci = 0; ci < p->ncls; ci++) {
         const class_cache_t *t = &e->c[ci];
-        size_t n = 0, nfreed = 0, bound = p->nchunks * (p->chunk_bytes / GRAIN);
+        size_t n = 0, nfreed = 0, nkept = 0, bound = p->nchunks * (p->chunk_bytes / GRAIN);
         if (chain_ok(p, ci, t->alloc, "thread cache entry", &n, bound) < 0 ||
-            chain_ok(p, ci, t->freed, "thread cache freed entry", &nfreed, bound) < 0)
+            chain_ok(p, ci, t->freed, "thread cache freed entry", &nfreed, bound) < 0 ||
+            chains_ok(p, ci, t->stash, bound, &nkept) < 0)
             return -1;
+        kept += nkept * p->cls[ci].size;
         if (nfreed != t->nfreed || t->nfreed >= t->limit)
             return broken("class %u: thread cache counts %zu freed blocks, holds %zu (limit %zu)",
                           ci, t->nfreed, nfreed, t->limit);
@@ -292,6 +289,8 @@ static int own_cache_ok(const khl_pool_t *p)
                               (void *)t->bump, (void *)t->end, why ? why : "not within one chunk");
         }
     }
+    if (kept != e->kept)
+        return broken("thread cache counts %zu bytes in kept batches, holds %zu", e->kept, kept);
     return 0;
 }
 

@@ -191,7 +191,7 @@ static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
 /* Moves one flushed batch among the free blocks; 0 when there is none. */
 static int cls_unbatch(khl_pool_t *p, unsigned ci)
 {
-    void *chain = khl_i_take_chain(p, ci, NULL);
+    void *chain = khl_i_take_chain(p, ci);
     if (!chain)
         return 0;
     khl_i_splice_chain(&p->cls[ci], chain);
@@ -343,7 +343,11 @@ void khl_i_core_trim_class(khl_pool_t *p, unsigned ci)
     cls_t *c = &p->cls[ci];
     chunk_t *k, *next, **fp;
     free_blocks_t fb;
-    size_t ready = khl_i_cls_ready(c), held = khl_i_cls_reserved(p, ci), doomed = 0;
+    size_t ready, held, doomed = 0;
+    if (p->published)
+        khl_i_drain_published(p, ci);
+    ready = khl_i_cls_ready(c);
+    held = khl_i_cls_reserved(p, ci);
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)

@@ -61,8 +61,11 @@
  * Free blocks.  Class c's free blocks are the entries of its bundles (the
  * root array in the class record, then block bundles linked through their
  * first word, each a free block itself) plus, in thread-safe pools, the
- * chains flushed by thread caches (c.batches and every cache's stash, one
- * batch = c.batch blocks each):
+ * chains in c.batches (one batch = c.batch blocks each; chains of exited
+ * threads and chains taken off the published stack under the lock).  The
+ * blocks of thread caches, their stashes and the published stack count as
+ * handed out: the class sees them again when a thread exits, or when trim
+ * takes the published stack.
  *   carved + (c.bump - c.cur.slots) / c.size - (c.allocs - c.frees)
  *       = |bundle entries| + |block bundles| + c.batch * |flushed chains|
  * where carved = sum over chunks k != c.cur of (k.bump - k.slots) / c.size.
@@ -156,6 +159,16 @@ typedef khl_pool_class_t cls_t;
 
 typedef struct thread_cache thread_cache_t;
 
+/* Thread-safe pools, per class: batches thread caches published for any
+ * thread to take.  A stack that is only pushed (one compare-and-swap per
+ * batch) and emptied whole (one exchange), never popped one by one, so no
+ * taker can see a head that was taken and pushed again meanwhile (ABA).
+ * Chains link through their first block's second word (batch_next).  One
+ * cache line per class: threads freeing different classes do not share it. */
+typedef struct published {
+    _Alignas(64) _Atomic(void *) head;
+} published_t;
+
 struct khl_pool {
     khl_pool_head_t hot;          /* path switches (see Names above), mask, classes, in_use, peak */
     uint64_t gen;                 /* tells a pool from an earlier one at the same address */
@@ -181,20 +194,24 @@ struct khl_pool {
     /* thread-safe pools */
     pthread_mutex_t lock;
     thread_cache_t *threads;
+    published_t *published;       /* ncls of them, after cls[] in the pool's allocation */
+    size_t keep_bytes;            /* thread_keep_bytes: what a thread's stashes may hold */
     cls_t cls[];
 };
 
-/* Per thread and class: blocks to hand out, blocks freed here (flushed to
- * the pool as one batch once there are `batch` of them), and a run of
- * never-used slots.  None of it needs a write per block to move.  Flushed
- * batches stay on the thread's stash, which belongs to the pool (any
- * thread may take from it under the lock), but the thread that flushed
- * them takes them back first: blocks stay warm in that core's cache instead
- * of wandering between threads. */
+/* Per thread and class: blocks to hand out, blocks freed here (a batch
+ * once there are `batch` of them), the batches the thread keeps, and a run
+ * of never-used slots.  Only the owning thread reads or writes them (but
+ * the counters), so none of it takes a lock or an atomic read-modify-write.
+ * A full batch goes to the stash while the thread's stashes hold less than
+ * the pool's keep_bytes, else onto the class's published stack; an empty
+ * cache takes its own stash first, then the whole published stack, and only
+ * then the lock.  Blocks stay warm in the core that freed them, and a
+ * thread that frees what it allocated (up to keep_bytes) shares nothing. */
 typedef struct class_cache {
     _Alignas(64) void *alloc;     /* one cache line per class */
     void *freed;
-    void *stash;                  /* batches this thread flushed, under the pool's lock */
+    void *stash;                  /* full batches this thread keeps, linked as published ones */
     size_t nfreed, limit;         /* limit: the class's batch, copied here */
     char *bump, *end;
     /* Blocks this thread allocated and freed, written by the owner only,
@@ -209,6 +226,7 @@ struct thread_cache {
     uint64_t gen;
     thread_cache_t *tl_next;      /* the owning thread's records */
     thread_cache_t *prev, *next;  /* the pool's records, under its lock */
+    size_t kept;                  /* bytes in the stashes, at most the pool's keep_bytes */
     int dead;                     /* under the registry lock */
     class_cache_t c[];
 };
@@ -382,18 +400,27 @@ KHL_I_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *
                                      uint64_t *allocs, uint64_t *frees);
 KHL_I_HIDDEN uint64_t khl_i_caches_allocs(const khl_pool_t *p, unsigned ci);
 KHL_I_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
-KHL_I_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci, void **own);
+KHL_I_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
 KHL_I_HIDDEN size_t khl_i_splice_chain(cls_t *c, void *head);
-KHL_I_HIDDEN void khl_i_ts_flush(khl_pool_t *p, class_cache_t *t, unsigned ci);
+KHL_I_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
+KHL_I_HIDDEN void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci);
 KHL_I_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n);
 KHL_I_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci);
+
+/* 1 when e is p's record.  Generations are unique among the process's
+ * thread-safe pools (a 64-bit count), so one compare tells p's record from
+ * another pool's and from that of a destroyed pool whose address p reuses. */
+static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
+{
+    return e && e->gen == p->gen;
+}
 
 /* The thread-safe fast paths touch only this thread's cache: no lock, no
  * atomic read-modify-write, nothing another thread writes. */
 static inline void *ts_alloc(khl_pool_t *p, size_t n)
 {
     thread_cache_t *e = khl_i_last_cache;
-    if (KHL_LIKELY(e && e->pool == p && e->gen == p->gen)) {
+    if (KHL_LIKELY(cache_is_for(e, p))) {
         class_cache_t *t = &e->c[class_of(n)];
         void *b = t->alloc;
         if (KHL_LIKELY(b != NULL)) {
@@ -408,13 +435,13 @@ static inline void *ts_alloc(khl_pool_t *p, size_t n)
 static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
 {
     thread_cache_t *e = khl_i_last_cache;
-    if (KHL_LIKELY(e && e->pool == p && e->gen == p->gen)) {
+    if (KHL_LIKELY(cache_is_for(e, p))) {
         class_cache_t *t = &e->c[ci];
         *(void **)ptr = t->freed;
         t->freed = ptr;
         bump_counter(&t->frees);
         if (KHL_UNLIKELY(++t->nfreed >= t->limit))
-            khl_i_ts_flush(p, t, ci);
+            khl_i_ts_flush(p, e, ci);
         return;
     }
     khl_i_ts_free_slow(p, ptr, ci);

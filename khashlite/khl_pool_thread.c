@@ -60,21 +60,56 @@ void khl_i_sample_peak(khl_pool_t *p)
         p->hot.peak = s;
 }
 
-/* A flushed batch of class ci (lock held): from the caller's own stash
- * first, then batches of exited threads, then any thread's stash. */
-void *khl_i_take_chain(khl_pool_t *p, unsigned ci, void **own)
+/* A batch of class ci in c.batches (lock held), or NULL. */
+void *khl_i_take_chain(khl_pool_t *p, unsigned ci)
 {
     cls_t *c = &p->cls[ci];
-    void **from = own && *own ? own : c->batches ? &c->batches : NULL, *chain;
-    thread_cache_t *e;
-    for (e = p->threads; !from && e; e = e->next)
-        if (e->c[ci].stash)
-            from = &e->c[ci].stash;
-    if (!from)
-        return NULL;
-    chain = *from;
-    *from = batch_next(chain);
+    void *chain = c->batches;
+    if (chain)
+        c->batches = batch_next(chain);
     return chain;
+}
+
+/* Puts a list of chains (linked by batch_next) on c.batches, where the
+ * class counts their blocks free again (lock held). */
+static void batches_return(cls_t *c, void *chains)
+{
+    void *next;
+    for (; chains; chains = next) {
+        next = batch_next(chains);
+        ((void **)chains)[1] = c->batches;
+        c->batches = chains;
+        c->frees += c->batch;
+    }
+}
+
+/* The published stack (see published_t).  Push: the chain's link is written
+ * before the release that makes it visible. */
+static void publish(khl_pool_t *p, unsigned ci, void *chain)
+{
+    _Atomic(void *) *head = &p->published[ci].head;
+    void *old = atomic_load_explicit(head, memory_order_relaxed);
+    do
+        ((void **)chain)[1] = old;
+    while (!atomic_compare_exchange_weak_explicit(head, &old, chain, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* Every published chain of class ci, or NULL; a plain load first, so that
+ * an empty stack costs no read-modify-write. */
+static void *take_published(khl_pool_t *p, unsigned ci)
+{
+    _Atomic(void *) *head = &p->published[ci].head;
+    if (!atomic_load_explicit(head, memory_order_relaxed))
+        return NULL;
+    return atomic_exchange_explicit(head, NULL, memory_order_acquire);
+}
+
+/* Trim's part: the published chains back among the class's free blocks
+ * (lock held). */
+void khl_i_drain_published(khl_pool_t *p, unsigned ci)
+{
+    batches_return(&p->cls[ci], take_published(p, ci));
 }
 
 /* Gives a chain (linked through first words) back to the class's free
@@ -98,26 +133,22 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
         class_cache_t *t = &e->c[i];
         cls_t *c = &p->cls[i];
         c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
-        while (t->stash) {
-            void *chain = t->stash;
-            t->stash = batch_next(chain);
-            ((void **)chain)[1] = c->batches;
-            c->batches = chain;
-        }
+        batches_return(c, t->stash);
         for (; t->bump != t->end; t->bump += c->size) {
             cls_push(c, t->bump);
             c->frees++;
         }
-        t->alloc = t->freed = NULL;
+        t->alloc = t->freed = t->stash = NULL;
         t->nfreed = 0;
     }
+    e->kept = 0;
 }
 
 /* The calling thread's record for p, or NULL. */
 thread_cache_t *khl_i_own_cache(const khl_pool_t *p)
 {
     thread_cache_t *e = p->hot.cache_path_max ? my_caches : NULL;
-    while (e && !(e->pool == p && e->gen == p->gen))
+    while (e && !cache_is_for(e, p))
         e = e->tl_next;
     return e;
 }
@@ -231,7 +262,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
     pthread_mutex_lock(&registry_lock);
     purge_dead();
     for (e = my_caches; e; e = e->tl_next)
-        if (e->pool == p && e->gen == p->gen)
+        if (cache_is_for(e, p))
             break;
     if (!e) {
         /* Cache-line aligned: threads' records must not share lines. */
@@ -267,7 +298,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 static inline thread_cache_t *my_cache(khl_pool_t *p)
 {
     thread_cache_t *e = khl_i_last_cache;
-    if (KHL_LIKELY(e && e->pool == p && e->gen == p->gen))
+    if (KHL_LIKELY(cache_is_for(e, p)))
         return e;
     return cache_slow(p);
 }
@@ -295,11 +326,15 @@ static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_
     return b;
 }
 
-/* Up to a batch of class ci for t, with the lock: a flushed batch whole
- * (O(1), or O(threads) to find another thread's), else loose blocks left by
- * exited threads or locked paths (a walk of up to a batch), else a run of
- * never-used slots (taking at most one chunk from the system).  Returns
- * one block, the rest goes to t. */
+/* Blocks of class ci for t, with the lock: a batch of an exited thread
+ * whole (O(1)), else up to a batch of loose blocks left by exited threads
+ * or locked paths, else every never-used slot of the class's current chunk
+ * (taking at most one chunk from the system).  The whole rest of a chunk,
+ * not a batch of it: two threads allocating one class from runs of one
+ * chunk ran the FastMM loop 1.5 to 2 times slower than from chunks of
+ * their own (their blocks interleaved in memory), and a thread holds at
+ * most one chunk's unused slots per class this way.  Returns one block,
+ * the rest goes to t. */
 static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
 {
     cls_t *c = &p->cls[ci];
@@ -309,7 +344,7 @@ static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
     held = khl_i_cls_reserved(p, ci);
     if (held) {
         b = refill_reserved(p, t, ci, held);
-    } else if ((b = khl_i_take_chain(p, ci, &t->stash)) != NULL) {
+    } else if ((b = khl_i_take_chain(p, ci)) != NULL) {
         t->alloc = *(void **)b;
         n = c->batch;
     } else if ((b = cls_pop_free(c)) != NULL) {
@@ -319,7 +354,7 @@ static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
             t->alloc = x;
         }
     } else if (khl_i_cls_fill_bump(p, ci, 1) == 0) {
-        n = bump_left(c) < c->batch ? bump_left(c) : c->batch;
+        n = bump_left(c);
         b = c->bump;
         t->bump = c->bump + c->size;
         t->end = c->bump + n * c->size;
@@ -338,17 +373,45 @@ static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
     return b;
 }
 
-NOINLINE void khl_i_ts_flush(khl_pool_t *p, class_cache_t *t, unsigned ci)
+/* A full batch of freed blocks: kept while the thread's stashes have room,
+ * else published. */
+NOINLINE void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    cls_t *c = &p->cls[ci];
-    pthread_mutex_lock(&p->lock);
-    ((void **)t->freed)[1] = t->stash;
-    t->stash = t->freed;
-    c->frees += t->nfreed;
+    class_cache_t *t = &e->c[ci];
+    size_t bytes = t->limit * p->cls[ci].size;
+    void *chain = t->freed;
     t->freed = NULL;
     t->nfreed = 0;
-    KHL_I_DEBUG_CHECK(p);
-    pthread_mutex_unlock(&p->lock);
+    if (e->kept + bytes <= p->keep_bytes) {
+        ((void **)chain)[1] = t->stash;
+        t->stash = chain;
+        e->kept += bytes;
+    } else {
+        publish(p, ci, chain);
+    }
+}
+
+/* Refills t->alloc from the stash, else from the published stack, whose
+ * chains past the first go to the stash (the cache then holds them, even
+ * beyond keep_bytes, until its frees publish again).  NULL when both are
+ * empty. */
+static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+{
+    class_cache_t *t = &e->c[ci];
+    size_t bytes = t->limit * p->cls[ci].size;
+    void *b = t->stash, *x;
+    if (!b) {
+        if (!(b = take_published(p, ci)))
+            return NULL;
+        t->stash = batch_next(b);
+        for (x = t->stash; x; x = batch_next(x))
+            e->kept += bytes;
+    } else {
+        t->stash = batch_next(b);
+        e->kept -= bytes;
+    }
+    t->alloc = *(void **)b;
+    return b;
 }
 
 /* Thread-safe allocation past the fast path: no record for this pool yet,
@@ -375,7 +438,7 @@ NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n)
     } else if (t->bump != t->end) {
         b = t->bump;
         t->bump += p->cls[ci].size;
-    } else if (!(b = ts_refill(p, t, ci))) {
+    } else if (!(b = take_kept(p, e, ci)) && !(b = ts_refill(p, t, ci))) {
         return NULL;
     }
     bump_counter(&t->allocs);
@@ -395,5 +458,5 @@ NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci)
     t->freed = ptr;
     bump_counter(&t->frees);
     if (++t->nfreed >= t->limit)
-        khl_i_ts_flush(p, t, ci);
+        khl_i_ts_flush(p, e, ci);
 }

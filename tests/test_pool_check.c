@@ -123,6 +123,31 @@ Test(pool_check, use_after_free_overwrites_a_thread_cache_link)
     khl_pool_destroy(p);
 }
 
+/* 128 blocks of 64 B allocated and freed by this thread: one full batch,
+ * which it keeps.  b[127] heads it: its second word links to the next kept
+ * batch. */
+static khl_pool_t *pool_keeping_a_batch(void *b[128])
+{
+    khl_pool_t *p = pool_of(1, 0);
+    for (int i = 0; i < 128; i++)
+        b[i] = khl_pool_alloc(p, 64);
+    for (int i = 0; i < 128; i++)
+        khl_pool_free(p, b[i], 64);
+    cr_assert_eq(khl_pool_check(p), 0);
+    return p;
+}
+
+Test(pool_check, use_after_free_overwrites_a_kept_batch_link)
+{
+    void *b[128];
+    khl_pool_t *p = pool_keeping_a_batch(b);
+    ((void **)b[127])[1] = (char *)b[3] + 16;
+    assert_check_says(p, "interior pointer");
+    ((void **)b[127])[1] = NULL;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
 /* An unchecked pool takes the size on trust: a 100-byte block freed as 16
  * bytes lands among the 16-byte class's free blocks. */
 Test(pool_check, wrong_size_free_in_an_unchecked_pool)
@@ -171,6 +196,22 @@ Test(pool_check, in_use_counter)
     p->hot.in_use -= 16;
     cr_assert_eq(khl_pool_check(p), 0, "repaired");
     khl_pool_free(p, b, 200);
+    khl_pool_destroy(p);
+}
+
+/* White box: the bytes a thread's kept batches hold, as its record counts
+ * them, decide whether its next batch is kept or published. */
+Test(pool_check, kept_bytes_counter)
+{
+    void *b[128];
+    khl_pool_t *p = pool_keeping_a_batch(b);
+    thread_cache_t *e = khl_i_own_cache(p);
+    cr_assert_not_null(e);
+    cr_assert_eq(e->kept, 128 * 64);
+    e->kept += 64;
+    assert_check_says(p, "kept batches");
+    e->kept -= 64;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
     khl_pool_destroy(p);
 }
 

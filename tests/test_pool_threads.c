@@ -24,16 +24,23 @@ static khl_pool_stats_t pt_stats(const khl_pool_t *p)
     return s;
 }
 
-static khl_pool_t *pt_pool(int checked)
+/* keep: thread_keep_bytes (0: the default). */
+static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
 {
     khl_pool_options_t o;
     khl_pool_t *p;
     memset(&o, 0, sizeof o);
     o.thread_safe = 1;
     o.checked = checked;
+    o.thread_keep_bytes = keep;
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
+}
+
+static khl_pool_t *pt_pool(int checked)
+{
+    return pt_pool_keeping(checked, 0);
 }
 
 /* Each block starts with its id and size; the rest is a pattern of the id. */
@@ -448,4 +455,109 @@ Test(pool_threads, producer_consumer_reuses_memory)
                  s.system_bytes);
     khl_pool_destroy(pc.pool);
     pthread_mutex_destroy(&pc.q.m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* What a thread keeps, what it publishes                                    */
+
+#define KEEP_BLOCKS 1280   /* ten batches of the 112-byte class */
+
+/* A thread that allocates and frees KEEP_BLOCKS blocks of 100 B, then waits
+ * at the barrier while the test looks at the pool, then at it again before
+ * exiting. */
+typedef struct keeper {
+    khl_pool_t *pool;
+    pthread_barrier_t freed, done;
+    void *blocks[KEEP_BLOCKS];
+} keeper_t;
+
+static void *keeper_run(void *arg)
+{
+    keeper_t *k = arg;
+    int i;
+    for (i = 0; i < KEEP_BLOCKS; i++)
+        k->blocks[i] = pt_make(k->pool, 100, (uint64_t)i);
+    for (i = 0; i < KEEP_BLOCKS; i++)
+        pt_check_free(k->pool, k->blocks[i], 1);
+    pthread_barrier_wait(&k->freed);
+    pthread_barrier_wait(&k->done);
+    return NULL;
+}
+
+static void keeper_start(keeper_t *k, pthread_t *t, size_t keep)
+{
+    k->pool = pt_pool_keeping(0, keep);
+    pthread_barrier_init(&k->freed, NULL, 2);
+    pthread_barrier_init(&k->done, NULL, 2);
+    cr_assert_eq(pthread_create(t, NULL, keeper_run, k), 0);
+    pthread_barrier_wait(&k->freed);
+}
+
+static void keeper_finish(keeper_t *k, pthread_t t)
+{
+    pthread_barrier_wait(&k->done);
+    pthread_join(t, NULL);
+    cr_assert_eq(khl_pool_check(k->pool), 0);
+    khl_pool_destroy(k->pool);
+    pthread_barrier_destroy(&k->freed);
+    pthread_barrier_destroy(&k->done);
+}
+
+/* How many of the keeper's freed blocks this thread gets back among
+ * KEEP_BLOCKS allocations (freed again before returning). */
+static int blocks_reused(keeper_t *k)
+{
+    static void *mine[KEEP_BLOCKS];
+    int i, j, reused = 0;
+    for (i = 0; i < KEEP_BLOCKS; i++) {
+        mine[i] = pt_make(k->pool, 100, (uint64_t)i);
+        for (j = 0; j < KEEP_BLOCKS; j++)
+            if (mine[i] == k->blocks[j]) {
+                reused++;
+                break;
+            }
+    }
+    for (i = 0; i < KEEP_BLOCKS; i++)
+        pt_check_free(k->pool, mine[i], 0);
+    return reused;
+}
+
+/* 140 KiB freed is well under the default thread_keep_bytes: the thread
+ * keeps every batch, and another thread gets none of its blocks. */
+Test(pool_threads, a_thread_keeps_the_batches_it_frees)
+{
+    static keeper_t k;
+    pthread_t t;
+    keeper_start(&k, &t, 0);
+    cr_assert_eq(blocks_reused(&k), 0, "another thread got blocks the freeing thread keeps");
+    keeper_finish(&k, t);
+}
+
+/* With thread_keep_bytes = 1 every full batch is published: another
+ * thread's allocations take all ten batches. */
+Test(pool_threads, batches_past_thread_keep_bytes_go_to_other_threads)
+{
+    static keeper_t k;
+    pthread_t t;
+    keeper_start(&k, &t, 1);
+    cr_assert_eq(blocks_reused(&k), KEEP_BLOCKS, "the published batches did not reach another thread");
+    keeper_finish(&k, t);
+}
+
+/* Published batches belong to no thread: trim takes them back, and the
+ * chunk whose blocks they hold all goes back to the system while the thread
+ * that freed them still lives. */
+Test(pool_threads, trim_takes_back_published_batches)
+{
+    static keeper_t k;
+    pthread_t t;
+    khl_pool_stats_t before, after;
+    keeper_start(&k, &t, 1);
+    before = pt_stats(k.pool);
+    khl_pool_trim(k.pool);
+    after = pt_stats(k.pool);
+    cr_assert_eq(before.chunks, 2, "1280 blocks of 112 B fill one chunk and start another");
+    cr_assert_eq(after.chunks, 1, "trim kept the chunk whose blocks are all published");
+    cr_assert_eq(after.in_use_bytes, 0);
+    keeper_finish(&k, t);
 }

@@ -7,8 +7,10 @@
  * unsized, small and large); some threads exit while others still free their
  * blocks.  Producers reserve now and then and consumers trim, so a reserve's
  * count of every thread's allocations and a trim run while other threads'
- * caches change, and consumers run khl_pool_check meanwhile.  Exit status 0 when every pattern held and the pool ends
- * empty. */
+ * caches change, and consumers run khl_pool_check meanwhile.  It runs twice:
+ * with the default thread_keep_bytes, and with 1, so that every batch a
+ * thread fills is published and taken by another thread.  Exit status 0
+ * when every pattern held and the pool ends empty both times. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,20 +120,23 @@ static void *consumer(void *arg)
     return NULL;
 }
 
-int main(void)
+/* One run on a new pool; failures counts what went wrong. */
+static void run(size_t keep)
 {
     khl_pool_options_t opt;
     memset(&opt, 0, sizeof opt);
     opt.thread_safe = 1;
+    opt.thread_keep_bytes = keep;
     pool = khl_pool_new(&opt);
     if (!pool) {
         fputs("pool_stress: no pool\n", stderr);
-        return 1;
+        failures++;
+        return;
     }
     pthread_t prod[THREADS], cons[THREADS];
     for (size_t i = 0; i < THREADS; ++i) {
-        pthread_mutex_init(&queues[i].lock, NULL);
-        pthread_cond_init(&queues[i].cond, NULL);
+        queues[i].head = queues[i].count = 0;
+        queues[i].closed = 0;
         pthread_create(&cons[i], NULL, consumer, (void *)i);
     }
     for (size_t i = 0; i < THREADS; ++i)
@@ -161,6 +166,17 @@ int main(void)
         failures++;
     }
     khl_pool_destroy(pool);
-    printf("pool_stress: %d threads x %d blocks, %s\n", THREADS, ROUNDS, failures ? "FAILED" : "ok");
+    printf("pool_stress: %d threads x %d blocks, thread_keep_bytes %zu: %s\n", THREADS, ROUNDS, keep,
+           failures ? "FAILED" : "ok");
+}
+
+int main(void)
+{
+    for (size_t i = 0; i < THREADS; ++i) {
+        pthread_mutex_init(&queues[i].lock, NULL);
+        pthread_cond_init(&queues[i].cond, NULL);
+    }
+    run(0);
+    run(1);
     return failures != 0;
 }
