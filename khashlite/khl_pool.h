@@ -240,8 +240,10 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 void khl_pool_trim(khl_pool_t *p);
 
 /* Fills *s.  Thread-safe pools: counts are exact when no call is running;
- * peak_bytes is sampled when threads refill their caches and may miss a
- * peak by up to one cache batch per thread.  O(1), O(threads) thread-safe. */
+ * peak_bytes is sampled when threads refill their caches under the lock,
+ * so it may miss a peak by what each thread allocated from its cache since
+ * its last such refill: up to thread_keep_bytes plus a chunk's never-used
+ * slots per class and thread.  O(1), O(threads) thread-safe. */
 void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s);
 
 /* Lua-style hook, ud = the pool: (NULL, any, n) allocates, (ptr, osize, 0)
