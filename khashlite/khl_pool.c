@@ -127,15 +127,37 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
     khl_i_locked_free(p, ptr, n, "khl_pool_free");
 }
 
-/* The plain path is khl_pool_inline.h's, so a program's inlined calls and
- * the library's own take the same steps. */
-void *khl_pool_alloc(khl_pool_t *p, size_t n)
+/* The bodies of khl_pool_alloc and khl_pool_free, inlined into them and
+ * into khl_pool_allocf, whose allocations and frees are every call a table
+ * makes: they must not pay for a frame the resize path needs.  The plain
+ * path is khl_pool_inline.h's, so a program's inlined calls and the
+ * library's own take the same steps. */
+static ALWAYS_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->hot.plain_path_max))
         return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, khl_i_locked_alloc);
     if (n - 1 < p->hot.cache_path_max)
         return ts_alloc(p, n);
     return khl_i_locked_alloc(p, n);
+}
+
+static ALWAYS_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
+{
+    if (!ptr)
+        return;
+    if (KHL_LIKELY(n - 1 < p->hot.plain_path_max)) {
+        khl_pool_i_plain_free(&p->hot, &p->cls[class_of(n)], ptr);
+        return;
+    }
+    if (n - 1 < p->hot.cache_path_max)
+        ts_free(p, ptr, class_of(n));
+    else
+        free_other(p, ptr, n);
+}
+
+void *khl_pool_alloc(khl_pool_t *p, size_t n)
+{
+    return pool_alloc(p, n);
 }
 
 void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n)
@@ -151,16 +173,7 @@ void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n)
 
 void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
-    if (!ptr)
-        return;
-    if (KHL_LIKELY(n - 1 < p->hot.plain_path_max)) {
-        khl_pool_i_plain_free(&p->hot, &p->cls[class_of(n)], ptr);
-        return;
-    }
-    if (n - 1 < p->hot.cache_path_max)
-        ts_free(p, ptr, class_of(n));
-    else
-        free_other(p, ptr, n);
+    pool_free(p, ptr, n);
 }
 
 void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
@@ -198,7 +211,8 @@ static int large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
 }
 
 /* osize 0: unknown (from realloc_unsized). */
-static void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize, const char *who)
+static NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize,
+                                     const char *who)
 {
     chunk_t *k;
     void *q;
@@ -341,12 +355,12 @@ void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     khl_pool_t *p = (khl_pool_t *)ud;
     if (nsize == 0) {
-        khl_pool_free(p, ptr, osize);
+        pool_free(p, ptr, osize);
         return NULL;
     }
     if (!ptr)
-        return khl_pool_alloc(p, nsize);
-    return khl_pool_realloc(p, ptr, osize, nsize);
+        return pool_alloc(p, nsize);
+    return realloc_common(p, ptr, osize, nsize, "khl_pool_realloc");
 }
 
 khl_allocator_t khl_pool_allocator(khl_pool_t *p)

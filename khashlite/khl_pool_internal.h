@@ -121,10 +121,12 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #if defined(__GNUC__) || defined(__clang__)
 #define TLS_MODEL __attribute__((tls_model("initial-exec")))
 #define NOINLINE __attribute__((noinline))
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 #define KHL_I_HIDDEN __attribute__((visibility("hidden")))
 #else
 #define TLS_MODEL
 #define NOINLINE
+#define ALWAYS_INLINE inline
 #define KHL_I_HIDDEN
 #endif
 
