@@ -11,6 +11,9 @@
  *   khl_pool          khl_pool_alloc / khl_pool_free called through pointers:
  *       what a program that links libkhashlite.a without LTO, or reaches the
  *       pool through its hook, pays.
+ *   khl_pool_hook     the pool as a table reaches it: khl_pool_allocf called
+ *       through a khl_allocator_t (function pointer and ud), with the old
+ *       and new sizes, as every hook call of a table is made.
  *   khl_pool_direct   the same calls made directly from a file compiled
  *       without LTO (fastmm_direct.c): a program linking libkhashlite.a the
  *       ordinary way.
@@ -35,9 +38,10 @@
  * Layouts: "10000x100B" is the loop as published (the blocks are never
  * touched); "10000x100B+write" writes one byte in each block, as a program
  * would.  Rows per contender and layout (n = rounds): seconds (median, min,
- * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_direct,
- * ratio_to_khl_pool_header and ratio_to_khl_pool_inline: its time over that pool's in the same
- * repetition (median, min, max). */
+ * max over the repetitions), and ratio_to_khl_pool, ratio_to_khl_pool_hook,
+ * ratio_to_khl_pool_direct, ratio_to_khl_pool_header and ratio_to_khl_pool_inline: its time
+ * over that pool's in the same repetition (median, min, max).  pool_latency and pool_threads
+ * are described at their code. */
 #define _GNU_SOURCE
 #include "harness/alloc.h"
 #include "harness/bench.h"
@@ -98,11 +102,26 @@ static inline void pool_called_free_unsized(void *c, void *ptr, size_t n)
     pc->free_unsized(pc->pool, ptr);
 }
 
+/* A table's hook call: {fn, ud} read from the table, fn called with the
+ * old and new sizes. */
+static inline void *pool_hook_alloc(void *c, size_t n)
+{
+    const khl_allocator_t *a = c;
+    return a->fn(a->ud, NULL, 0, n);
+}
+
+static inline void pool_hook_free(void *c, void *ptr, size_t n)
+{
+    const khl_allocator_t *a = c;
+    a->fn(a->ud, ptr, n, 0);
+}
+
 /* Read through volatile, so that link-time optimisation cannot turn the
  * calls made through them back into direct (inlinable) calls. */
 static void *(*volatile opaque_alloc)(khl_pool_t *, size_t) = khl_pool_alloc;
 static void (*volatile opaque_free)(khl_pool_t *, void *, size_t) = khl_pool_free;
 static void (*volatile opaque_free_unsized)(khl_pool_t *, void *) = khl_pool_free_unsized;
+static khl_allocf volatile opaque_allocf = khl_pool_allocf;
 static void *(*volatile opaque_malloc)(size_t) = malloc;
 static void (*volatile opaque_libc_free)(void *) = free;
 
@@ -130,6 +149,7 @@ static inline void floor_free(void *c, void *ptr, size_t n)
 
 FASTMM_BOTH(fm_libc_like, libc_like_alloc, libc_like_free)
 FASTMM_BOTH(fm_pool_called, pool_called_alloc, pool_called_free)
+FASTMM_BOTH(fm_pool_hook, pool_hook_alloc, pool_hook_free)
 FASTMM_BOTH(fm_pool_direct, fastmm_pool_alloc, fastmm_pool_free)
 FASTMM_BOTH(fm_pool_unsized, pool_called_alloc, pool_called_free_unsized)
 FASTMM_BOTH(fm_mutex, locked_pool_alloc, locked_pool_free)
@@ -151,7 +171,7 @@ __attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, 
 
 /* --- contenders ------------------------------------------------------------- */
 
-enum { N_LAYOUTS = 2, MAX_CONTENDERS = 12 };
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 13 };
 static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
 
 typedef struct contender {
@@ -161,13 +181,14 @@ typedef struct contender {
     khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
 } contender_t;
 
-enum pool_kind { POOL_CALLED, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+enum pool_kind { POOL_CALLED, POOL_HOOK, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
 
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
     int n;
     libc_like_t libc[4];
     pool_called_t called[POOL_KINDS];
+    khl_allocator_t hook;
     locked_pool_t locked;
     floor_arena_t floor;
 } contenders_t;
@@ -202,6 +223,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
 {
     static const fastmm_fn runs[POOL_KINDS][N_LAYOUTS] = {
         {fm_pool_called_published, fm_pool_called_write},
+        {fm_pool_hook_published, fm_pool_hook_write},
         {fastmm_direct_published, fastmm_direct_write},
         {fastmm_header_published, fastmm_header_write},
         {fm_pool_inline_published, fm_pool_inline_write},
@@ -212,9 +234,15 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
     pool_called_t *pc = &cs->called[kind];
     if (!p)
         return -1;
+    void *ctx = pc;
     *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
-    add(cs, name, runs[kind][0], runs[kind][1],
-        kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE ? (void *)p : (void *)pc, p);
+    if (kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE)
+        ctx = p;
+    if (kind == POOL_HOOK) {
+        cs->hook = (khl_allocator_t){opaque_allocf, p};
+        ctx = &cs->hook;
+    }
+    add(cs, name, runs[kind][0], runs[kind][1], ctx, p);
     return 0;
 }
 
@@ -251,7 +279,8 @@ static int open_all(contenders_t *cs)
     add_dl(cs, 1, "tcmalloc", "libtcmalloc_minimal.so.4");
     add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
     add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
-    if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
+    if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_hook", POOL_HOOK) ||
+        add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
         add_pool(cs, "khl_pool_header", POOL_HEADER) ||
         add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
         add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
@@ -315,7 +344,8 @@ static int measure_all(const bench_opts_t *o, contenders_t *cs, int rounds, int 
 
 static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int reps, const double *t)
 {
-    static const char *const against[] = {"khl_pool", "khl_pool_direct", "khl_pool_header", "khl_pool_inline"};
+    static const char *const against[] = {"khl_pool", "khl_pool_hook", "khl_pool_direct", "khl_pool_header",
+                                          "khl_pool_inline"};
     double *v = malloc((size_t)reps * sizeof *v);
     if (!v)
         return;
@@ -325,7 +355,7 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
             memcpy(v, mine, (size_t)reps * sizeof *v);
             bench_row(o, "seed_fastmm", "seed", layout_name[l], cs->c[c].name, rounds, "seconds",
                       bench_summarise(v, reps));
-            for (int a = 0; a < 4; ++a) {
+            for (int a = 0; a < (int)(sizeof against / sizeof against[0]); ++a) {
                 int p = pool_index(cs, against[a]);
                 char metric[48];
                 if (p < 0 || p == c)
@@ -496,6 +526,242 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
     return rc;
 }
 
+/* --- pool_threads: threads sharing one allocator ---------------------------------
+ * Issue 14's third question: T threads (1, 2, 4) each run the loop at once
+ * on one allocator.  Layouts: "10000x100B+write", each thread allocating
+ * and freeing its own blocks (post 003's multithread case); "handoff", each
+ * thread allocating 10,000 blocks, then, after a barrier, freeing the
+ * 10,000 its neighbour allocated (every free a remote one), then a barrier
+ * again.  Contenders: the four mallocs; khl_pool_ts, one thread-safe pool
+ * shared by every thread, called through pointers like the khl_pool row of
+ * seed_fastmm; khl_pool_per_thread, a plain pool per thread (the loop only:
+ * a plain pool is never freed into by another thread).  Runs last: once a
+ * thread has started, glibc no longer elides its atomics.  Rows (workload
+ * pool_threads, n = threads): seconds (wall time of the whole run),
+ * ratio_to_khl_pool_ts (paired by repetition) and ratio_to_one_thread: the
+ * wall time over the same contender's one-thread run of that repetition
+ * scaled by T / min(T, cores), 1.00 when threads cost each other nothing. */
+
+enum { THR_MAX = 4, THR_COUNTS = 3, THR_LAYOUTS = 2, THR_RIVALS = 6 };
+static const int thr_count[THR_COUNTS] = {1, 2, 4};
+static const char *const thr_layout[THR_LAYOUTS] = {"10000x100B+write", "handoff"};
+
+typedef struct thr_rival {
+    const char *name;
+    fastmm_fn loop;                       /* the write loop, as seed_fastmm runs it */
+    void *(*alloc)(void *ctx, size_t n);  /* the same calls, for handoff */
+    void (*free)(void *ctx, void *ptr, size_t n);
+    void *ctx[THR_MAX];                   /* thread t's context */
+    pool_called_t own[THR_MAX];           /* khl_pool_per_thread's pools */
+    khl_pool_t *pool;                     /* khl_pool_ts's */
+    int remote_frees;                     /* may run handoff */
+} thr_rival_t;
+
+typedef struct thr_run {
+    const thr_rival_t *rv;
+    int layout, threads, rounds;
+    void **ptr[THR_MAX];
+    pthread_barrier_t bar;
+} thr_run_t;
+
+typedef struct thr_job {
+    thr_run_t *run;
+    int t, rc;
+} thr_job_t;
+
+/* Handoff: a failed allocation leaves a NULL behind and the thread goes on
+ * to the barriers, so that no thread waits for it forever. */
+static int thr_handoff(thr_run_t *x, int t)
+{
+    const thr_rival_t *rv = x->rv;
+    void **mine = x->ptr[t], **theirs = x->ptr[(t + 1) % x->threads];
+    int rc = 0;
+    for (int r = 0; r < x->rounds; ++r) {
+        for (int i = 0; i < FASTMM_N; ++i) {
+            void *q = rv->alloc(rv->ctx[t], FASTMM_SIZE);
+            if (q)
+                *(volatile char *)q = (char)i;
+            else
+                rc = -1;
+            mine[i] = q;
+        }
+        pthread_barrier_wait(&x->bar);
+        for (int i = 0; i < FASTMM_N; ++i)
+            if (theirs[i])
+                rv->free(rv->ctx[(t + 1) % x->threads], theirs[i], FASTMM_SIZE);
+        pthread_barrier_wait(&x->bar);
+    }
+    return rc;
+}
+
+static void *thr_main(void *arg)
+{
+    thr_job_t *j = arg;
+    thr_run_t *x = j->run;
+    j->rc = x->layout == 0 ? x->rv->loop(x->rv->ctx[j->t], x->ptr[j->t], x->rounds) : thr_handoff(x, j->t);
+    return NULL;
+}
+
+/* Wall seconds of one run, < 0 on failure.  The threads are started for
+ * the run and joined in it, so their exits (a pool's caches handed back,
+ * the mallocs' thread heaps) are part of what is timed. */
+static double thr_once(thr_run_t *x)
+{
+    pthread_t tid[THR_MAX];
+    thr_job_t job[THR_MAX];
+    int started = 0, rc = 0;
+    if (pthread_barrier_init(&x->bar, NULL, (unsigned)x->threads) != 0)
+        return -1;
+    uint64_t t0 = bench_now_ns();
+    for (; started < x->threads; ++started) {
+        job[started] = (thr_job_t){x, started, 0};
+        if (pthread_create(&tid[started], NULL, thr_main, &job[started]) != 0)
+            break;
+    }
+    if (started < x->threads) {
+        /* Threads already waiting at the barrier would never leave it. */
+        fprintf(stderr, "fastmm: pool_threads: cannot start %d threads\n", x->threads);
+        exit(1);
+    }
+    for (int i = 0; i < started; ++i) {
+        pthread_join(tid[i], NULL);
+        rc |= job[i].rc;
+    }
+    double s = (double)(bench_now_ns() - t0) / 1e9;
+    pthread_barrier_destroy(&x->bar);
+    return rc ? -1.0 : s;
+}
+
+static int thr_rivals(const contenders_t *cs, thr_rival_t *rv)
+{
+    int n = 0;
+    for (int i = 0; i < cs->n; ++i)
+        if (cs->c[i].run[0] == fm_libc_like_published) {
+            rv[n] = (thr_rival_t){cs->c[i].name, fm_libc_like_write, libc_like_alloc, libc_like_free,
+                                  {0}, {{0}}, NULL, 1};
+            for (int t = 0; t < THR_MAX; ++t)
+                rv[n].ctx[t] = cs->c[i].ctx;
+            n++;
+        }
+    thr_rival_t *ts = &rv[n++], *own = &rv[n++];
+    *ts = (thr_rival_t){"khl_pool_ts", fm_pool_called_write, pool_called_alloc, pool_called_free,
+                        {0}, {{0}}, bench_pool_new(1), 1};
+    *own = (thr_rival_t){"khl_pool_per_thread", fm_pool_called_write, pool_called_alloc, pool_called_free,
+                         {0}, {{0}}, NULL, 0};
+    if (!ts->pool)
+        return -1;
+    ts->own[0] = (pool_called_t){ts->pool, opaque_alloc, opaque_free, opaque_free_unsized};
+    for (int t = 0; t < THR_MAX; ++t) {
+        ts->ctx[t] = &ts->own[0];
+        own->own[t] = (pool_called_t){bench_pool_new(0), opaque_alloc, opaque_free, opaque_free_unsized};
+        own->ctx[t] = &own->own[t];
+        if (!own->own[t].pool)
+            return -1;
+    }
+    return n;
+}
+
+static void thr_close(thr_rival_t *rv, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        khl_pool_t *pools[THR_MAX + 1] = {rv[i].pool};
+        for (int t = 0; t < THR_MAX; ++t)
+            pools[t + 1] = rv[i].pool ? NULL : rv[i].own[t].pool;
+        for (int k = 0; k <= THR_MAX; ++k) {
+            khl_pool_stats_t st;
+            if (!pools[k])
+                continue;
+            khl_pool_stats(pools[k], &st);
+            if (st.in_use_bytes != 0 || st.allocs != st.frees || khl_pool_check(pools[k]) != 0)
+                fprintf(stderr, "fastmm: pool_threads: %s: pool reports %zu bytes in use\n", rv[i].name,
+                        st.in_use_bytes);
+            khl_pool_destroy(pools[k]);
+        }
+    }
+}
+
+/* t[((layout * THR_COUNTS + count) * rivals + rival) * reps + rep]; NAN
+ * where a contender does not run. */
+static double *thr_cell(double *t, int n, int reps, int l, int k, int c)
+{
+    return &t[((l * THR_COUNTS + k) * n + c) * reps];
+}
+
+static void thr_emit(const bench_opts_t *o, const thr_rival_t *rv, int n, int reps, double *t)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double v[64];
+    int ts = -1;
+    for (int c = 0; c < n; ++c)
+        if (!strcmp(rv[c].name, "khl_pool_ts"))
+            ts = c;
+    for (int l = 0; l < THR_LAYOUTS; ++l)
+        for (int k = 0; k < THR_COUNTS; ++k)
+            for (int c = 0; c < n; ++c) {
+                const double *mine = thr_cell(t, n, reps, l, k, c), *one = thr_cell(t, n, reps, l, 0, c),
+                             *pool = thr_cell(t, n, reps, l, k, ts);
+                int T = thr_count[k];
+                double scale = (double)T / (double)(T < cores ? T : cores);
+                if (isnan(mine[0]))
+                    continue;
+                memcpy(v, mine, (size_t)reps * sizeof *v);
+                bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T, "seconds",
+                          bench_summarise(v, reps));
+                if (c != ts) {
+                    for (int r = 0; r < reps; ++r)
+                        v[r] = mine[r] / pool[r];
+                    bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T,
+                              "ratio_to_khl_pool_ts", bench_summarise(v, reps));
+                }
+                if (T > 1) {
+                    for (int r = 0; r < reps; ++r)
+                        v[r] = mine[r] / (one[r] * scale);
+                    bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T,
+                              "ratio_to_one_thread", bench_summarise(v, reps));
+                }
+            }
+}
+
+/* Every (layout, threads, contender) once per repetition, starting one
+ * further along each time, as seed_fastmm does. */
+static int run_threads(const bench_opts_t *o, const contenders_t *cs)
+{
+    thr_rival_t rv[THR_RIVALS];
+    int n = thr_rivals(cs, rv), reps = 2 * o->reps + 1, rc = 0;
+    int rounds = o->quick ? 10 : 200, combos = THR_LAYOUTS * THR_COUNTS * (n > 0 ? n : 0);
+    thr_run_t x;
+    double *t = n > 0 && reps <= 64 ? malloc((size_t)(combos * reps) * sizeof *t) : NULL;
+    memset(&x, 0, sizeof x);
+    for (int i = 0; i < THR_MAX; ++i)
+        if (!(x.ptr[i] = malloc(FASTMM_N * sizeof(void *))))
+            rc = -1;
+    if (!t || rc)
+        rc = -1;
+    for (int r = -o->warmup, step = 0; rc == 0 && r < reps; ++r)
+        for (int s = 0; rc == 0 && s < combos; ++s, ++step) {
+            int j = (s + r + o->warmup) % combos, c = j % n, k = (j / n) % THR_COUNTS,
+                l = j / (n * THR_COUNTS);
+            double sec = NAN;
+            if (l == 0 || rv[c].remote_frees) {
+                x.rv = &rv[c], x.layout = l, x.threads = thr_count[k], x.rounds = rounds;
+                if (step % combos == 0)
+                    bench_progress("pool_threads", step, (o->warmup + reps) * combos);
+                if ((sec = thr_once(&x)) < 0)
+                    rc = -1;
+            }
+            if (r >= 0)
+                thr_cell(t, n, reps, l, k, c)[r] = sec;
+        }
+    if (rc == 0)
+        thr_emit(o, rv, n, reps, t);
+    if (n > 0)
+        thr_close(rv, n);
+    for (int i = 0; i < THR_MAX; ++i)
+        free(x.ptr[i]);
+    free(t);
+    return rc;
+}
+
 /* jemalloc's library keeps its thread state in initial-exec TLS, which
  * dlopen can only place in glibc's static TLS surplus, by default too small
  * for it.  The surplus is a tunable read at startup: set it and start again
@@ -533,9 +799,11 @@ int main(int argc, char **argv)
         if (bench_wanted(&o, "seed_fastmm"))
             emit(&o, &cs, rounds, reps, t);
         rc = bench_wanted(&o, "pool_latency") ? run_latency(&o, &cs) : 0;
+        if (rc == 0 && bench_wanted(&o, "pool_threads"))
+            rc = run_threads(&o, &cs);   /* last: it starts threads */
     }
     if (rc != 0)
-        fprintf(stderr, "%s: seed_fastmm or pool_latency failed (out of memory?)\n", argv[0]);
+        fprintf(stderr, "%s: seed_fastmm, pool_latency or pool_threads failed (out of memory?)\n", argv[0]);
     close_all(&cs);
     free(t);
     if (o.out != stdout)

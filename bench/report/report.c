@@ -314,8 +314,10 @@ static void targets(FILE *o)
         target(o, what, lite / val("large", "absl", NULL, "glibc", -1, m), 1.25, 0, "x");
     }
     /* The FastMM loop as published, ratios paired repetition by repetition
-     * in one process (bench/programs/fastmm.c). */
-    static const char *const fm_pools[] = {"khl_pool", "khl_pool_header", "khl_pool_inline"};
+     * in one process (bench/programs/fastmm.c): the pool called from a file
+     * built without LTO (a library call, then the inline header), inlined
+     * with LTO, and reached through a table's hook. */
+    static const char *const fm_pools[] = {"khl_pool_direct", "khl_pool_header", "khl_pool_inline"};
     static const char *const fm_rivals[] = {"glibc", "tcmalloc", "mimalloc"};
     static const double fm_want[] = {2.5, 1.5, 1.5};
     for (int p = 0; p < 3; ++p)
@@ -326,6 +328,22 @@ static void targets(FILE *o)
             target(o, what, val("seed_fastmm", "seed", FASTMM_PUBLISHED, fm_rivals[m], -1, metric),
                    fm_want[m], 1, "x");
         }
+    target(o, "FastMM loop: mimalloc / khl_pool_hook, a table's hook (paired)",
+           val("seed_fastmm", "seed", FASTMM_PUBLISHED, "mimalloc", -1, "ratio_to_khl_pool_hook"), 1.2, 1,
+           "x");
+    /* Threads on one allocator (fastmm.c, pool_threads). */
+    for (long t = 2; t <= 4; t += 2) {
+        char what[112];
+        snprintf(what, sizeof what, "FastMM loop, %ld threads sharing one pool: mimalloc / khl_pool_ts (paired)", t);
+        target(o, what, val("pool_threads", "seed", FASTMM_WRITE, "mimalloc", t, "ratio_to_khl_pool_ts"), 1.0, 1,
+               "x");
+    }
+    for (long t = 2; t <= 4; t += 2) {
+        char what[112];
+        snprintf(what, sizeof what, "FastMM loop, %ld threads, a pool each: time per core / one thread's", t);
+        target(o, what, val("pool_threads", "seed", FASTMM_WRITE, "khl_pool_per_thread", t, "ratio_to_one_thread"),
+               1.1, 0, "x");
+    }
     double worst_p999 = NAN, spikes = NAN;
     for (size_t i = 0; i < n_rows; ++i) {
         const row_t *r = &rows[i];
@@ -381,12 +399,64 @@ static void pool_latency_section(FILE *o)
         }
 }
 
+/* Threads running the FastMM loop at once on one allocator (issue 14):
+ * fastmm.c's pool_threads. */
+static void pool_threads_section(FILE *o)
+{
+    static const char *const layouts[] = {FASTMM_WRITE, "handoff"};
+    static const char *const who[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", "khl_pool_ts",
+                                      "khl_pool_per_thread"};
+    enum { WHO = sizeof who / sizeof who[0] };
+    if (!find("pool_threads", NULL, NULL, NULL, -1, NULL))
+        return;
+    fprintf(o, "\n### Threads sharing one allocator\n\nT threads run at once on one allocator, every "
+               "contender in one process, interleaved (bench/programs/fastmm.c, pool_threads). "
+               "%s: each thread runs the FastMM loop on its own blocks, one byte written in each; "
+               "handoff: each thread allocates 10,000 x 100 B, then after a barrier frees the 10,000 "
+               "its neighbour allocated (every free a remote one), then a barrier again. "
+               "khl_pool_ts: one thread-safe pool for every thread; khl_pool_per_thread: a plain "
+               "pool each (the loop only). Wall seconds of the whole run (median, threads started "
+               "and joined inside it), then each contender's time over khl_pool_ts's in the same "
+               "repetition (median; above 1: the pool is faster), then scaling: wall time over the "
+               "contender's one-thread time x T / min(T, cores) (1.00: threads cost each other "
+               "nothing).\n\n| layout | T |", FASTMM_WRITE);
+    for (int a = 0; a < WHO; ++a)
+        fprintf(o, " %s s |", who[a]);
+    for (int a = 0; a < WHO; ++a)
+        if (strcmp(who[a], "khl_pool_ts"))
+            fprintf(o, " %s / ts |", who[a]);
+    fputs(" scaling mimalloc / ts / per thread |\n|---|---|", o);
+    for (int a = 0; a < 2 * WHO; ++a)
+        fputs("---|", o);
+    fputc('\n', o);
+    for (int l = 0; l < 2; ++l)
+        for (long t = 1; t <= 4; t *= 2) {
+            fprintf(o, "| %s | %ld |", layouts[l], t);
+            for (int a = 0; a < WHO; ++a)
+                cell(o, val("pool_threads", "seed", layouts[l], who[a], t, "seconds"), "%.4f");
+            for (int a = 0; a < WHO; ++a)
+                if (strcmp(who[a], "khl_pool_ts"))
+                    cell(o, val("pool_threads", "seed", layouts[l], who[a], t, "ratio_to_khl_pool_ts"), "%.2f");
+            fputc(' ', o);
+            for (int a = 0; a < 3; ++a) {
+                static const char *const sc[] = {"mimalloc", "khl_pool_ts", "khl_pool_per_thread"};
+                double v = val("pool_threads", "seed", layouts[l], sc[a], t, "ratio_to_one_thread");
+                fprintf(o, "%s", a ? " / " : "");
+                if (isnan(v))
+                    fputs("–", o);
+                else
+                    fprintf(o, "%.2f", v);
+            }
+            fputs(" |\n", o);
+        }
+}
+
 /* Where the FastMM loop's time goes: what each contender adds, per
  * allocate/free pair, to the loop with no allocator at all. */
 static void fastmm_explained(FILE *o)
 {
     static const char *const who[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
-                                      "mimalloc", "tcmalloc", "glibc"};
+                                      "khl_pool_hook", "mimalloc", "tcmalloc", "glibc"};
     const row_t *fp = find("seed_fastmm", "seed", FASTMM_PUBLISHED, "floor", -1, "seconds");
     if (!fp || fp->n <= 0)
         return;
@@ -395,7 +465,7 @@ static void fastmm_explained(FILE *o)
                                                      "seconds");
     fprintf(o, "- **The FastMM loop.** Per allocate/free pair above the no-allocator floor "
                "(as published / one byte written):");
-    for (int i = 0; i < 7; ++i) {
+    for (int i = 0; i < (int)(sizeof who / sizeof who[0]); ++i) {
         double a = val("seed_fastmm", "seed", FASTMM_PUBLISHED, who[i], -1, "seconds");
         double b = val("seed_fastmm", "seed", FASTMM_WRITE, who[i], -1, "seconds");
         fprintf(o, "%s %s %.1f / %.1f ns", i ? "," : "", who[i], (a - floor_pub) / pairs * 1e9,
@@ -496,9 +566,9 @@ static void seeds_side_by_side(FILE *o)
                                       {"FastMM, multithread mode", "0.41"},
                                       {"FastMM + critical section", "0.71"}, {"VC2008 malloc", "3.854"}};
     static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
-                                    "khl_pool_unsized", "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc",
+                                    "khl_pool_hook", "khl_pool_unsized", "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc",
                                     "jemalloc", "mimalloc", "floor"};
-    for (int i = 0; i < 12; ++i) {
+    for (int i = 0; i < (int)(sizeof ours_fm / sizeof ours_fm[0]); ++i) {
         fprintf(o, "| %s | %s | %s |", i < 5 ? pub_fm[i][0] : "", i < 5 ? pub_fm[i][1] : "", ours_fm[i]);
         cell(o, seed_val("seed_fastmm", FASTMM_PUBLISHED, ours_fm[i], -1, "seconds"), "%.3f");
         cell(o, seed_val("seed_fastmm", FASTMM_WRITE, ours_fm[i], -1, "seconds"), "%.3f");
@@ -515,8 +585,9 @@ static void seeds_side_by_side(FILE *o)
                "allocator. `khl_pool_inline` has the pool's fast paths inlined into the loop, as the "
                "post's FixedAlloc was; `khl_pool_header` has them inlined from khl_pool_inline.h, "
                "without LTO; `khl_pool_direct` calls the pool directly, as a program "
-               "linking the library without LTO does; every other contender is called through a "
-               "pointer, as a shared library's malloc is.\n");
+               "linking the library without LTO does; `khl_pool_hook` is the pool as a table "
+               "reaches it, khl_pool_allocf called through the table's {fn, ud}; every other "
+               "contender is called through a pointer, as a shared library's malloc is.\n");
     fprintf(o, "\n- \"A fixed-size pool beats the general-purpose allocators\": %s with the pool "
                "inlined as the post's was (khl_pool_inline %.3f s, best malloc %.3f s); called "
                "through a pointer like a malloc, khl_pool takes %.3f s.\n",
@@ -1191,6 +1262,7 @@ int main(int argc, char **argv)
     fprintf(o, "\n## The seeds, reproduced\n");
     seeds_side_by_side(o);
     pool_latency_section(o);
+    pool_threads_section(o);
     fprintf(o, "\n### Every seed measurement\n");
     dump(o, "seed_");
     fprintf(o, "\n## Machine and build\n\n```\n");

@@ -12,11 +12,12 @@ fail() { echo "bench smoke: $*" >&2; exit 1; }
 head -1 "$csv" | grep -qx 'workload,table,layout,allocator,n,metric,value,repetitions,min,median,max' \
     || fail "bad CSV header"
 awk -F, 'NR > 1 && NF != 11 { bad = 1 } END { exit bad }' "$csv" || fail "a CSV row has the wrong column count"
-for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline floor; do
+for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline khl_pool_hook khl_pool_ts khl_pool_per_thread floor; do
     grep -q ",$a," "$csv" || fail "no rows for allocator $a"
 done
 for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \
-         seed_fastmm seed_hhs seed_lighttpd seed_latency seed_locks peers vs_khash tiny growth; do
+         seed_fastmm pool_latency pool_threads seed_hhs seed_lighttpd seed_latency seed_locks peers vs_khash
+         tiny growth; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
 for s in '## Headline' '## Targets' '## Table core v2 targets' '## Many live tables' '## One large table' \
@@ -36,6 +37,12 @@ done
 if grep '^| T[1-5] ' "$dir/REPORT.md" | grep -q 'not measured'; then
     fail "a core v2 target was not measured"
 fi
+# Issue 14's rows: the hook, threads sharing a pool, a pool per thread.
+for tg in 'mimalloc / khl_pool_hook' 'threads sharing one pool' 'threads, a pool each'; do
+    grep '^| ' "$dir/REPORT.md" | grep -F "$tg" | grep -qv 'not measured' \
+        || fail "REPORT.md has no measured '$tg' target"
+done
+grep -qF '### Threads sharing one allocator' "$dir/REPORT.md" || fail "REPORT.md lacks the threads section"
 for p in churn_ns churn_ratio churn_bytes latency; do
     grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
 done
