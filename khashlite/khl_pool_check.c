@@ -278,9 +278,11 @@ static int own_cache_ok(const khl_pool_t *p)
             chains_ok(p, ci, t->stash, bound, &nkept) < 0)
             return -1;
         kept += nkept * p->cls[ci].size;
-        if (nfreed != t->nfreed || t->nfreed >= t->limit)
-            return broken("class %u: thread cache counts %zu freed blocks, holds %zu (limit %zu)",
-                          ci, t->nfreed, nfreed, t->limit);
+        uint64_t to_flush = t->flush_at - atomic_load_explicit(&t->frees, memory_order_relaxed);
+        size_t batch = p->cls[ci].batch;
+        if (to_flush < 1 || to_flush > batch || nfreed != batch - to_flush)
+            return broken("class %u: thread cache holds %zu freed blocks, flushes in %llu frees "
+                          "(batch %zu)", ci, nfreed, (unsigned long long)to_flush, batch);
         if (t->bump != t->end) {
             const char *why = not_of_class(p, ci, t->bump);
             if (why || t->end < t->bump || (size_t)(t->end - t->bump) % p->cls[ci].size ||

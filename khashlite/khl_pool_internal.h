@@ -211,15 +211,19 @@ struct khl_pool {
  * then the lock.  Blocks stay warm in the core that freed them, and a
  * thread that frees what it allocated (up to keep_bytes) shares nothing. */
 typedef struct class_cache {
-    _Alignas(64) void *alloc;     /* one cache line per class */
+    _Alignas(64) void *alloc;     /* one cache line per class, the fast paths' */
     void *freed;
-    void *stash;                  /* full batches this thread keeps, linked as published ones */
-    size_t nfreed, limit;         /* limit: the class's batch, copied here */
-    char *bump, *end;
     /* Blocks this thread allocated and freed, written by the owner only,
      * read by khl_pool_stats: relaxed loads and stores, no atomic RMW. */
     _Atomic uint64_t allocs, frees;
+    /* The value of frees at which `freed` holds a full batch: the free fast
+     * path's one compare, with no count of its own to keep.  freed holds
+     * batch - (flush_at - frees) blocks, and flush_at - frees is 1..batch. */
+    uint64_t flush_at;
+    void *stash;                  /* full batches this thread keeps, linked as published ones */
+    char *bump, *end;
 } class_cache_t;
+KHL_STATIC_ASSERT(sizeof(class_cache_t) == 64, "a class's thread cache is one cache line");
 
 /* One thread's caches for one pool.  It belongs to the thread, never to the
  * pool, so a pool can die while threads live (see khl_pool_thread.c). */
@@ -439,10 +443,11 @@ static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
     thread_cache_t *e = khl_i_last_cache;
     if (KHL_LIKELY(cache_is_for(e, p))) {
         class_cache_t *t = &e->c[ci];
+        uint64_t frees = atomic_load_explicit(&t->frees, memory_order_relaxed) + 1;
         *(void **)ptr = t->freed;
         t->freed = ptr;
-        bump_counter(&t->frees);
-        if (KHL_UNLIKELY(++t->nfreed >= t->limit))
+        atomic_store_explicit(&t->frees, frees, memory_order_relaxed);
+        if (KHL_UNLIKELY(frees == t->flush_at))
             khl_i_ts_flush(p, e, ci);
         return;
     }

@@ -24,6 +24,11 @@ static uint64_t registry_gen;
 _Thread_local thread_cache_t *khl_i_last_cache TLS_MODEL;
 static _Thread_local thread_cache_t *my_caches TLS_MODEL;
 
+static uint64_t frees_now(const class_cache_t *t)
+{
+    return atomic_load_explicit(&t->frees, memory_order_relaxed);
+}
+
 /* What a thread record's counters add to the pool's (lock held). */
 void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in_use,
                         uint64_t *allocs, uint64_t *frees)
@@ -139,7 +144,7 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
             c->frees++;
         }
         t->alloc = t->freed = t->stash = NULL;
-        t->nfreed = 0;
+        t->flush_at = frees_now(t) + c->batch;
     }
     e->kept = 0;
 }
@@ -272,7 +277,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             unsigned i;
             memset(e, 0, bytes);
             for (i = 0; i < p->ncls; i++)
-                e->c[i].limit = p->cls[i].batch;
+                e->c[i].flush_at = p->cls[i].batch;
             e->pool = p;
             e->gen = p->gen;
             e->tl_next = my_caches;
@@ -378,10 +383,10 @@ static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
 NOINLINE void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
     class_cache_t *t = &e->c[ci];
-    size_t bytes = t->limit * p->cls[ci].size;
+    size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *chain = t->freed;
     t->freed = NULL;
-    t->nfreed = 0;
+    t->flush_at = frees_now(t) + p->cls[ci].batch;
     if (e->kept + bytes <= p->keep_bytes) {
         ((void **)chain)[1] = t->stash;
         t->stash = chain;
@@ -398,7 +403,7 @@ NOINLINE void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
     class_cache_t *t = &e->c[ci];
-    size_t bytes = t->limit * p->cls[ci].size;
+    size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *b = t->stash, *x;
     if (!b) {
         if (!(b = take_published(p, ci)))
@@ -434,7 +439,7 @@ NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n)
         b = t->freed;
         t->alloc = *(void **)b;
         t->freed = NULL;
-        t->nfreed = 0;
+        t->flush_at = frees_now(t) + p->cls[ci].batch;
     } else if (t->bump != t->end) {
         b = t->bump;
         t->bump += p->cls[ci].size;
@@ -457,6 +462,6 @@ NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci)
     *(void **)ptr = t->freed;
     t->freed = ptr;
     bump_counter(&t->frees);
-    if (++t->nfreed >= t->limit)
+    if (frees_now(t) == t->flush_at)
         khl_i_ts_flush(p, e, ci);
 }

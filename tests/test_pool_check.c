@@ -123,6 +123,24 @@ Test(pool_check, use_after_free_overwrites_a_thread_cache_link)
     khl_pool_destroy(p);
 }
 
+/* The free fast path counts nothing but the thread's frees: the list must
+ * hold as many blocks as the frees since the last flush. */
+Test(pool_check, use_after_free_cuts_a_thread_cache_freed_list_short)
+{
+    khl_pool_t *p = pool_of(1, 0);
+    void *x = khl_pool_alloc(p, 64), *y = khl_pool_alloc(p, 64), *z = khl_pool_alloc(p, 64);
+    khl_pool_free(p, x, 64);
+    khl_pool_free(p, y, 64);
+    khl_pool_free(p, z, 64);        /* the cache's freed list: z -> y -> x */
+    cr_assert_eq(khl_pool_check(p), 0);
+    void *was = *(void **)z;
+    *(void **)z = NULL;
+    assert_check_says(p, "holds 1 freed blocks");
+    *(void **)z = was;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
 /* 128 blocks of 64 B allocated and freed by this thread: one full batch,
  * which it keeps.  b[127] heads it: its second word links to the next kept
  * batch. */
