@@ -278,7 +278,7 @@ static int own_cache_ok(const khl_pool_t *p)
             chains_ok(p, ci, t->stash, bound, &nkept) < 0)
             return -1;
         kept += nkept * p->cls[ci].size;
-        uint64_t to_flush = t->flush_at - atomic_load_explicit(&t->frees, memory_order_relaxed);
+        uint64_t to_flush = t->flush_at - counter(&t->frees);
         size_t batch = p->cls[ci].batch;
         if (to_flush < 1 || to_flush > batch || nfreed != batch - to_flush)
             return broken("class %u: thread cache holds %zu freed blocks, flushes in %llu frees "

@@ -9,14 +9,17 @@
  * or call khl_pool_alloc_inline, khl_pool_free_inline and
  * khl_pool_free_unsized_inline by name after including this header.  They
  * do what the functions of the same name without _inline do, with the same
- * contracts: the common case of a pool that is neither thread-safe nor
- * checked (a free block or bump room in a small class: a few loads and
- * stores) runs inline, anything else is a call to the library's function.
+ * contracts: the common cases run inline, anything else is a call to the
+ * library's function.  The common cases are a small class of a pool that is
+ * neither thread-safe nor checked with a free block or bump room, and (with
+ * gcc or clang, whose __thread the inline code reads) a small class of a
+ * thread-safe pool whose calling thread's cache has a block to hand out or
+ * room for one more before a full batch: a few loads and stores each.
  * A program that does not include this header links exactly as before.
  *
  * What follows the functions' declarations is the layout the inline code
- * reads: the pool's first cache line (khl_pool_head_t) and its size-class
- * records (khl_pool_class_t).  The library is built from the same
+ * reads: the pool's first cache line (khl_pool_head_t), its size-class
+ * records (khl_pool_class_t), and a thread's cache records.  The library is built from the same
  * definitions (khl_pool_internal.h), so the two cannot disagree, but code
  * compiled against this header must be rebuilt with the library it links:
  * it is inline code, not a stable ABI.  Nothing here is for use by
@@ -43,11 +46,30 @@ extern "C" {
 #define KHL_POOL_I_PREFETCH_W(a) ((void)(a))
 #endif
 
+/* Thread-safe pools' thread caches are read inline in C, and in C++ where
+ * the compiler has __thread and the __atomic builtins (gcc, clang); other
+ * C++ compilers call the library. */
+#if defined(__GNUC__) || defined(__clang__)
+#define KHL_POOL_I_INLINE_CACHES 1
+#define KHL_POOL_I_TLS __thread __attribute__((tls_model("initial-exec")))
+#define KHL_POOL_I_LOAD(x) __atomic_load_n((x), __ATOMIC_RELAXED)
+#define KHL_POOL_I_STORE(x, v) __atomic_store_n((x), (v), __ATOMIC_RELAXED)
+#elif !defined(__cplusplus)
+#include <stdatomic.h>
+#define KHL_POOL_I_INLINE_CACHES 1
+#define KHL_POOL_I_TLS _Thread_local
+#define KHL_POOL_I_LOAD(x) atomic_load_explicit((const _Atomic uint64_t *)(x), memory_order_relaxed)
+#define KHL_POOL_I_STORE(x, v) atomic_store_explicit((_Atomic uint64_t *)(x), (v), memory_order_relaxed)
+#endif
+
 /* Entries of the bundle every class has in its own record. */
 #define KHL_POOL_I_ROOT_ENTRIES 8
 /* The kind of a small-block chunk of a pool neither thread-safe nor checked
  * (its header's first word): unsized free may take the inline path. */
 #define KHL_POOL_I_KIND_SMALL_PLAIN 0x6b686c46u   /* "khlF" */
+/* The kind of the other small-block chunks, those of thread-safe or checked
+ * pools: in a thread-safe pool unsized free may take the cache's path. */
+#define KHL_POOL_I_KIND_SMALL_GUARDED 0x6b686c53u   /* "khlS" */
 
 struct khl_pool_chunk;
 
@@ -105,12 +127,92 @@ typedef struct khl_pool_head {
     uintptr_t mask;               /* chunk_bytes - 1 */
     khl_pool_class_t *classes;
     size_t in_use, peak;
+    /* Thread-safe pools: unique among the process's pools, so that one
+     * compare tells a thread's record of this pool from one of another pool,
+     * or of a destroyed pool whose address this one reuses.  0 otherwise. */
+    uint64_t gen;
 } khl_pool_head_t;
 
 /* The start of every chunk's header. */
 typedef struct khl_pool_frame_head {
     uint32_t kind, cls;
 } khl_pool_frame_head_t;
+
+/* Thread-safe pools: one thread's cache of one size class (the design is in
+ * khl_pool_thread.c).  Blocks to hand out (linked through their first
+ * words), blocks freed here since the last full batch, and the counters of
+ * the blocks the thread allocated and freed: written by their thread only,
+ * read by khl_pool_stats from any thread, so relaxed atomic loads and
+ * stores, never a read-modify-write.  flush_at is the value of frees at
+ * which `freed` holds a full batch.  The rest is the library's. */
+typedef struct khl_pool_class_cache {
+    KHL_POOL_I_ALIGN64 void *alloc;   /* one cache line per class */
+    void *freed;
+    uint64_t allocs, frees;
+    uint64_t flush_at;
+    void *stash;                  /* full batches the thread keeps */
+    char *bump, *end;             /* a run of never-used slots */
+} khl_pool_class_cache_t;
+
+/* The start of a thread's record for one thread-safe pool, the pool's gen;
+ * its class caches start KHL_POOL_I_CACHES_OFFSET bytes in. */
+typedef struct khl_pool_thread_head {
+    uint64_t gen;
+} khl_pool_thread_head_t;
+#define KHL_POOL_I_CACHES_OFFSET 64
+
+#ifdef KHL_POOL_I_INLINE_CACHES
+/* The record of the pool the calling thread used last, or NULL. */
+extern KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
+
+static inline uint64_t khl_pool_i_counter(const uint64_t *x)
+{
+    return KHL_POOL_I_LOAD(x);
+}
+
+static inline void khl_pool_i_set_counter(uint64_t *x, uint64_t v)
+{
+    KHL_POOL_I_STORE(x, v);
+}
+
+/* The calling thread's cache of class ci of pool h, or NULL when the last
+ * record it used is not h's. */
+static inline khl_pool_class_cache_t *khl_pool_i_my_class(const khl_pool_head_t *h, unsigned ci)
+{
+    khl_pool_thread_head_t *e = khl_pool_i_last_cache;
+    if (KHL_LIKELY(e != NULL && e->gen == h->gen))
+        return (khl_pool_class_cache_t *)(void *)((char *)e + KHL_POOL_I_CACHES_OFFSET) + ci;
+    return NULL;
+}
+
+/* The thread-cache fast paths: no lock, no atomic read-modify-write,
+ * nothing another thread writes.  A block, or NULL with nothing done. */
+static inline void *khl_pool_i_ts_alloc(const khl_pool_head_t *h, unsigned ci)
+{
+    khl_pool_class_cache_t *t = khl_pool_i_my_class(h, ci);
+    void *b;
+    if (KHL_UNLIKELY(t == NULL) || KHL_UNLIKELY((b = t->alloc) == NULL))
+        return NULL;
+    t->alloc = *(void **)b;
+    khl_pool_i_set_counter(&t->allocs, khl_pool_i_counter(&t->allocs) + 1);
+    return b;
+}
+
+/* 1 when ptr is freed, 0 with nothing done when this free needs the
+ * library (no record, or it would complete a batch). */
+static inline int khl_pool_i_ts_free(const khl_pool_head_t *h, void *ptr, unsigned ci)
+{
+    khl_pool_class_cache_t *t = khl_pool_i_my_class(h, ci);
+    uint64_t frees;
+    if (KHL_UNLIKELY(t == NULL) ||
+        KHL_UNLIKELY((frees = khl_pool_i_counter(&t->frees) + 1) == t->flush_at))
+        return 0;
+    *(void **)ptr = t->freed;
+    t->freed = ptr;
+    khl_pool_i_set_counter(&t->frees, frees);
+    return 1;
+}
+#endif
 
 static inline unsigned khl_pool_i_floor_log2(size_t x)
 {
@@ -203,27 +305,42 @@ static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c
     h->in_use -= c->size;
 }
 
-/* khl_pool_alloc, inline where the pool is plain. */
+/* khl_pool_alloc, inline where the pool is plain or a thread's cache has a
+ * block. */
 static inline void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(n - 1 < h->plain_path_max))
         return khl_pool_i_plain_alloc(h, &h->classes[khl_pool_i_class_of(n)], p, n, khl_pool_alloc);
+#ifdef KHL_POOL_I_INLINE_CACHES
+    if (n - 1 < h->cache_path_max) {
+        void *b = khl_pool_i_ts_alloc(h, khl_pool_i_class_of(n));
+        if (KHL_LIKELY(b != NULL))
+            return b;
+    }
+#endif
     return khl_pool_alloc(p, n);
 }
 
-/* khl_pool_free, inline where the pool is plain. */
+/* khl_pool_free, inline where the pool is plain or a thread's cache has
+ * room. */
 static inline void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
-    if (KHL_LIKELY(ptr != NULL && n - 1 < h->plain_path_max))
+    if (KHL_LIKELY(ptr != NULL && n - 1 < h->plain_path_max)) {
         khl_pool_i_plain_free(h, &h->classes[khl_pool_i_class_of(n)], ptr);
-    else
-        khl_pool_free(p, ptr, n);
+        return;
+    }
+#ifdef KHL_POOL_I_INLINE_CACHES
+    if (ptr != NULL && n - 1 < h->cache_path_max && khl_pool_i_ts_free(h, ptr, khl_pool_i_class_of(n)))
+        return;
+#endif
+    khl_pool_free(p, ptr, n);
 }
 
-/* khl_pool_free_unsized, inline where the pool is plain: the class comes
- * from the header of the chunk the address masks to. */
+/* khl_pool_free_unsized, inline where the pool is plain or a thread's cache
+ * has room: the class comes from the header of the chunk the address masks
+ * to. */
 static inline void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
@@ -234,6 +351,13 @@ static inline void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
             return;
         }
     }
+#ifdef KHL_POOL_I_INLINE_CACHES
+    if (ptr != NULL && h->cache_path_max != 0) {
+        const khl_pool_frame_head_t *k = (const khl_pool_frame_head_t *)((uintptr_t)ptr & ~h->mask);
+        if (k->kind == KHL_POOL_I_KIND_SMALL_GUARDED && khl_pool_i_ts_free(h, ptr, k->cls))
+            return;
+    }
+#endif
     khl_pool_free_unsized(p, ptr);
 }
 

@@ -112,7 +112,7 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
  * knows from the header it reads anyway that the plain path may take the
  * block. */
 #define KIND_SMALL_PLAIN   KHL_POOL_I_KIND_SMALL_PLAIN   /* "khlF": small-block chunk of a plain pool */
-#define KIND_SMALL_GUARDED 0x6b686c53u   /* "khlS": small-block chunk of a thread-safe or checked pool */
+#define KIND_SMALL_GUARDED KHL_POOL_I_KIND_SMALL_GUARDED   /* "khlS": small-block chunk of a thread-safe or checked pool */
 #define KIND_LARGE         0x6b686c4cu   /* "khlL": a large block's frame */
 
 #define F_THREADS 1u
@@ -172,8 +172,7 @@ typedef struct published {
 } published_t;
 
 struct khl_pool {
-    khl_pool_head_t hot;          /* path switches (see Names above), mask, classes, in_use, peak */
-    uint64_t gen;                 /* tells a pool from an earlier one at the same address */
+    khl_pool_head_t hot;          /* path switches (see Names above), mask, classes, in_use, peak, gen */
     unsigned flags;
     size_t max_small;
     uint64_t large_allocs, large_frees;
@@ -210,32 +209,30 @@ struct khl_pool {
  * cache takes its own stash first, then the whole published stack, and only
  * then the lock.  Blocks stay warm in the core that freed them, and a
  * thread that frees what it allocated (up to keep_bytes) shares nothing. */
-typedef struct class_cache {
-    _Alignas(64) void *alloc;     /* one cache line per class, the fast paths' */
-    void *freed;
-    /* Blocks this thread allocated and freed, written by the owner only,
-     * read by khl_pool_stats: relaxed loads and stores, no atomic RMW. */
-    _Atomic uint64_t allocs, frees;
-    /* The value of frees at which `freed` holds a full batch: the free fast
-     * path's one compare, with no count of its own to keep.  freed holds
-     * batch - (flush_at - frees) blocks, and flush_at - frees is 1..batch. */
-    uint64_t flush_at;
-    void *stash;                  /* full batches this thread keeps, linked as published ones */
-    char *bump, *end;
-} class_cache_t;
+/* Its layout is khl_pool_inline.h's khl_pool_class_cache_t, whose fast
+ * paths the library runs too.  The free fast path compares frees with
+ * flush_at, so it keeps no count of its own: freed holds
+ * batch - (flush_at - frees) blocks, and flush_at - frees is 1..batch.
+ * The counters are read and written through counter()/set_counter()
+ * only. */
+typedef khl_pool_class_cache_t class_cache_t;
 KHL_STATIC_ASSERT(sizeof(class_cache_t) == 64, "a class's thread cache is one cache line");
 
 /* One thread's caches for one pool.  It belongs to the thread, never to the
- * pool, so a pool can die while threads live (see khl_pool_thread.c). */
+ * pool, so a pool can die while threads live (see khl_pool_thread.c).  It
+ * starts as khl_pool_inline.h reads it: the pool's gen, then the class
+ * caches from the next cache line. */
 struct thread_cache {
+    khl_pool_thread_head_t head;
     khl_pool_t *pool;
-    uint64_t gen;
     thread_cache_t *tl_next;      /* the owning thread's records */
     thread_cache_t *prev, *next;  /* the pool's records, under its lock */
     size_t kept;                  /* bytes in the stashes, at most the pool's keep_bytes */
     int dead;                     /* under the registry lock */
     class_cache_t c[];
 };
+KHL_STATIC_ASSERT(offsetof(thread_cache_t, c) == KHL_POOL_I_CACHES_OFFSET,
+                  "a thread's class caches start where khl_pool_inline.h reads them");
 
 /* ------------------------------------------------------------------------ */
 /* Inline helpers                                                           */
@@ -345,10 +342,13 @@ static inline int live_bit(const chunk_t *k, size_t i)
     return (k->live[i / 8] >> (i % 8)) & 1;
 }
 
-static inline void bump_counter(_Atomic uint64_t *x)
+/* The thread caches' counters: one writer, readers on any thread. */
+#define counter(x) khl_pool_i_counter(x)
+#define set_counter(x, v) khl_pool_i_set_counter(x, v)
+
+static inline void bump_counter(uint64_t *x)
 {
-    atomic_store_explicit(x, atomic_load_explicit(x, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    set_counter(x, counter(x) + 1);
 }
 
 /* Under -DKHL_DEBUG every slow path ends by checking the whole pool (lock
@@ -397,7 +397,6 @@ KHL_I_HIDDEN void khl_i_check_or_die(const khl_pool_t *p);
 
 /* khl_pool_thread.c: thread caches */
 
-extern KHL_I_HIDDEN _Thread_local thread_cache_t *khl_i_last_cache TLS_MODEL;
 KHL_I_HIDDEN int khl_i_threads_attach(khl_pool_t *p);
 KHL_I_HIDDEN void khl_i_threads_detach(khl_pool_t *p);
 KHL_I_HIDDEN thread_cache_t *khl_i_own_cache(const khl_pool_t *p);
@@ -413,45 +412,24 @@ KHL_I_HIDDEN void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci);
 KHL_I_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n);
 KHL_I_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci);
 
-/* 1 when e is p's record.  Generations are unique among the process's
- * thread-safe pools (a 64-bit count), so one compare tells p's record from
- * another pool's and from that of a destroyed pool whose address p reuses. */
+/* 1 when e is p's record (khl_pool_inline.h's test). */
 static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
 {
-    return e && e->gen == p->gen;
+    return e && e->head.gen == p->hot.gen;
 }
 
-/* The thread-safe fast paths touch only this thread's cache: no lock, no
- * atomic read-modify-write, nothing another thread writes. */
+/* The thread-cache paths: khl_pool_inline.h's fast paths, else the
+ * library's slow ones. */
 static inline void *ts_alloc(khl_pool_t *p, size_t n)
 {
-    thread_cache_t *e = khl_i_last_cache;
-    if (KHL_LIKELY(cache_is_for(e, p))) {
-        class_cache_t *t = &e->c[class_of(n)];
-        void *b = t->alloc;
-        if (KHL_LIKELY(b != NULL)) {
-            t->alloc = *(void **)b;
-            bump_counter(&t->allocs);
-            return b;
-        }
-    }
-    return khl_i_ts_alloc_slow(p, n);
+    void *b = khl_pool_i_ts_alloc(&p->hot, class_of(n));
+    return KHL_LIKELY(b != NULL) ? b : khl_i_ts_alloc_slow(p, n);
 }
 
 static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
 {
-    thread_cache_t *e = khl_i_last_cache;
-    if (KHL_LIKELY(cache_is_for(e, p))) {
-        class_cache_t *t = &e->c[ci];
-        uint64_t frees = atomic_load_explicit(&t->frees, memory_order_relaxed) + 1;
-        *(void **)ptr = t->freed;
-        t->freed = ptr;
-        atomic_store_explicit(&t->frees, frees, memory_order_relaxed);
-        if (KHL_UNLIKELY(frees == t->flush_at))
-            khl_i_ts_flush(p, e, ci);
-        return;
-    }
-    khl_i_ts_free_slow(p, ptr, ci);
+    if (KHL_UNLIKELY(!khl_pool_i_ts_free(&p->hot, ptr, ci)))
+        khl_i_ts_free_slow(p, ptr, ci);
 }
 
 #endif /* KHL_POOL_INTERNAL_H */

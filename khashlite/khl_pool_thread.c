@@ -19,14 +19,14 @@ static pthread_key_t exit_key;        /* runs thread_exit on the thread's record
 static int exit_key_ok;
 static uint64_t registry_gen;
 
-/* The record the thread used last (the fast paths' one guess), and all its
- * records. */
-_Thread_local thread_cache_t *khl_i_last_cache TLS_MODEL;
+/* The record the thread used last (the fast paths' one guess, read inline
+ * by programs too: khl_pool_inline.h), and all its records. */
+KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
 static _Thread_local thread_cache_t *my_caches TLS_MODEL;
 
 static uint64_t frees_now(const class_cache_t *t)
 {
-    return atomic_load_explicit(&t->frees, memory_order_relaxed);
+    return counter(&t->frees);
 }
 
 /* What a thread record's counters add to the pool's (lock held). */
@@ -35,8 +35,8 @@ void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in
 {
     unsigned i;
     for (i = 0; i < p->ncls; i++) {
-        uint64_t a = atomic_load_explicit(&e->c[i].allocs, memory_order_relaxed);
-        uint64_t f = atomic_load_explicit(&e->c[i].frees, memory_order_relaxed);
+        uint64_t a = counter(&e->c[i].allocs);
+        uint64_t f = counter(&e->c[i].frees);
         *allocs += a;
         *frees += f;
         *in_use += (size_t)(a - f) * p->cls[i].size;
@@ -49,7 +49,7 @@ uint64_t khl_i_caches_allocs(const khl_pool_t *p, unsigned ci)
     uint64_t n = 0;
     const thread_cache_t *e;
     for (e = p->threads; e; e = e->next)
-        n += atomic_load_explicit(&e->c[ci].allocs, memory_order_relaxed);
+        n += counter(&e->c[ci].allocs);
     return n;
 }
 
@@ -165,7 +165,7 @@ static void cache_drain(khl_pool_t *p, thread_cache_t *e)
     khl_i_cache_return_blocks(p, e);
     khl_i_cache_counts(p, e, &p->hot.in_use, &p->uncached_allocs, &p->uncached_frees);
     for (i = 0; i < p->ncls; i++)
-        p->cls[i].ts_allocs += atomic_load_explicit(&e->c[i].allocs, memory_order_relaxed);
+        p->cls[i].ts_allocs += counter(&e->c[i].allocs);
     if (e->prev)
         e->prev->next = e->next;
     else
@@ -187,7 +187,8 @@ static void thread_exit(void *head)
         }
         free(e);
     }
-    my_caches = khl_i_last_cache = NULL;
+    my_caches = NULL;
+    khl_pool_i_last_cache = NULL;
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -227,7 +228,7 @@ static void purge_dead(void)
             ep = &e->tl_next;
         }
     }
-    khl_i_last_cache = NULL;
+    khl_pool_i_last_cache = NULL;
     if (exit_key_ok)
         pthread_setspecific(exit_key, my_caches);
 }
@@ -239,7 +240,7 @@ int khl_i_threads_attach(khl_pool_t *p)
     if (lock_init(&p->lock) != 0)
         return -1;
     pthread_mutex_lock(&registry_lock);
-    p->gen = ++registry_gen;
+    p->hot.gen = ++registry_gen;
     pthread_mutex_unlock(&registry_lock);
     return 0;
 }
@@ -279,7 +280,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             for (i = 0; i < p->ncls; i++)
                 e->c[i].flush_at = p->cls[i].batch;
             e->pool = p;
-            e->gen = p->gen;
+            e->head.gen = p->hot.gen;
             e->tl_next = my_caches;
             if (pthread_setspecific(exit_key, e) != 0) {
                 free(e);
@@ -295,14 +296,15 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             }
         }
     }
-    khl_i_last_cache = e;
+    khl_pool_i_last_cache = e ? &e->head : NULL;
     pthread_mutex_unlock(&registry_lock);
     return e;
 }
 
 static inline thread_cache_t *my_cache(khl_pool_t *p)
 {
-    thread_cache_t *e = khl_i_last_cache;
+    /* The head is a record's first member. */
+    thread_cache_t *e = (thread_cache_t *)(void *)khl_pool_i_last_cache;
     if (KHL_LIKELY(cache_is_for(e, p)))
         return e;
     return cache_slow(p);

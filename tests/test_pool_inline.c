@@ -1,10 +1,13 @@
 /* test_pool_inline.c: the inline fast paths of khl_pool_inline.h, switched
  * on as a program would (KHL_POOL_INLINE before khl_pool.h).  They must give
  * the same blocks and counts as the library's calls, mixed with them on one
- * pool, and fall back to the library for thread-safe, checked and large
- * requests. */
+ * pool, plain or thread-safe (on several threads at once), and fall back to
+ * the library for checked pools, large requests and the thread caches'
+ * slow paths. */
+#define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
 #define KHL_POOL_INLINE
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 
@@ -78,19 +81,136 @@ Test(pool_inline, plain_pool_mixed_with_library_calls)
     mixed_run(pool_of(0, 0));
 }
 
-Test(pool_inline, thread_safe_and_checked_pools_fall_back)
+Test(pool_inline, thread_safe_pool_mixed_with_library_calls)
 {
     mixed_run(pool_of(1, 0));
+}
+
+Test(pool_inline, checked_pools_fall_back)
+{
     mixed_run(pool_of(0, 1));
     mixed_run(pool_of(1, 1));
 }
 
+/* Threads allocating inline and freeing each other's blocks, inline, by
+ * the library, sized and unsized: a thread's cache flushes full batches
+ * through the library and refills from what the others published. */
+enum { HANDOFF_THREADS = 3, HANDOFF_BLOCKS = 3000, HANDOFF_ROUNDS = 20 };
+
+typedef struct handoff {
+    khl_pool_t *pool;
+    pthread_barrier_t *bar;
+    unsigned char **mine, **theirs;
+    int t;
+} handoff_t;
+
+static void *handoff_thread(void *arg)
+{
+    handoff_t *h = arg;
+    for (int r = 0; r < HANDOFF_ROUNDS; r++) {
+        for (int i = 0; i < HANDOFF_BLOCKS; i++) {
+            size_t n = 16 + (size_t)((i * 7 + h->t) % 200);
+            h->mine[i] = khl_pool_alloc(h->pool, n);
+            if (h->mine[i])
+                memset(h->mine[i], h->t + 1, n);
+        }
+        pthread_barrier_wait(h->bar);
+        int other = (h->t + HANDOFF_THREADS - 1) % HANDOFF_THREADS;
+        for (int i = 0; i < HANDOFF_BLOCKS; i++) {
+            size_t n = 16 + (size_t)((i * 7 + other) % 200);
+            unsigned char *b = h->theirs[i];
+            if (!b || b[0] != other + 1 || b[n - 1] != other + 1)
+                return (void *)1;
+            if (i % 3 == 0)
+                khl_pool_free(h->pool, b, n);
+            else if (i % 3 == 1)
+                khl_pool_free_unsized(h->pool, b);
+            else
+                lib_free(h->pool, b, n);
+        }
+        pthread_barrier_wait(h->bar);
+    }
+    return NULL;
+}
+
+Test(pool_inline, threads_free_each_others_blocks_inline)
+{
+    khl_pool_t *p = pool_of(1, 0);
+    static unsigned char *blocks[HANDOFF_THREADS][HANDOFF_BLOCKS];
+    pthread_barrier_t bar;
+    pthread_t tid[HANDOFF_THREADS];
+    handoff_t h[HANDOFF_THREADS];
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, HANDOFF_THREADS), 0);
+    for (int t = 0; t < HANDOFF_THREADS; t++) {
+        h[t] = (handoff_t){p, &bar, blocks[t], blocks[(t + HANDOFF_THREADS - 1) % HANDOFF_THREADS], t};
+        cr_assert_eq(pthread_create(&tid[t], NULL, handoff_thread, &h[t]), 0);
+    }
+    for (int t = 0; t < HANDOFF_THREADS; t++) {
+        void *rc;
+        pthread_join(tid[t], &rc);
+        cr_assert_null(rc, "thread %d saw another thread's block corrupted", t);
+    }
+    pthread_barrier_destroy(&bar);
+    khl_pool_stats_t st;
+    khl_pool_stats(p, &st);
+    cr_assert_eq(st.allocs, (uint64_t)HANDOFF_THREADS * HANDOFF_BLOCKS * HANDOFF_ROUNDS);
+    cr_assert_eq(st.frees, st.allocs);
+    cr_assert_eq(st.in_use_bytes, 0);
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_destroy(p);
+}
+
+/* Full batches freed inline go where the library's would: the same
+ * sequence of calls, inline on one thread-safe pool and through the
+ * library on another, hands out the same blocks in the same order (as
+ * indices into the first round; -1 for a block never handed out before). */
+static void batch_round_trip(khl_pool_t *p, int inline_calls, int order[3000])
+{
+    enum { N = 1000 };
+    void *b[N];
+    for (int i = 0; i < N; i++)
+        cr_assert_not_null(b[i] = inline_calls ? khl_pool_alloc(p, 64) : lib_alloc(p, 64));
+    for (int i = 0; i < N; i++)
+        inline_calls ? khl_pool_free(p, b[i], 64) : lib_free(p, b[i], 64);
+    cr_assert_eq(khl_pool_check(p), 0);
+    void *again[3 * N];
+    for (int i = 0; i < 3 * N; i++) {
+        again[i] = inline_calls ? khl_pool_alloc(p, 64) : lib_alloc(p, 64);
+        order[i] = -1;
+        for (int k = 0; k < N; k++)
+            if (again[i] == b[k])
+                order[i] = k;
+    }
+    for (int i = 0; i < 3 * N; i++)
+        lib_free(p, again[i], 64);
+    khl_pool_stats_t st;
+    khl_pool_stats(p, &st);
+    cr_assert_eq(st.allocs, 4 * N);
+    cr_assert_eq(st.frees, 4 * N);
+    cr_assert_eq(st.in_use_bytes, 0);
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_inline, full_batches_freed_inline_come_back_as_the_librarys)
+{
+    static int by_inline[3000], by_library[3000];
+    batch_round_trip(pool_of(1, 0), 1, by_inline);
+    batch_round_trip(pool_of(1, 0), 0, by_library);
+    int reused = 0;
+    for (int i = 0; i < 3000; i++) {
+        cr_assert_eq(by_inline[i], by_library[i], "allocation %d", i);
+        reused += by_inline[i] >= 0;
+    }
+    cr_assert_eq(reused, 1000, "every freed block is handed out again");
+}
+
 /* The inline path hands out what the library would: a block freed inline
  * comes back first from the library's allocation of its class, and the
- * reverse. */
-Test(pool_inline, same_free_blocks_as_the_library)
+ * reverse; on a plain and on a thread-safe pool. */
+static void same_free_blocks(int ts)
 {
-    khl_pool_t *p = pool_of(0, 0);
+    khl_pool_t *p = pool_of(ts, 0);
     void *x = khl_pool_alloc(p, 100);
     khl_pool_free(p, x, 100);
     cr_assert_eq(lib_alloc(p, 100), x);
@@ -103,6 +223,12 @@ Test(pool_inline, same_free_blocks_as_the_library)
     khl_pool_free_unsized_inline(p, NULL);
     cr_assert_null(khl_pool_alloc_inline(p, 0));
     khl_pool_destroy(p);
+}
+
+Test(pool_inline, same_free_blocks_as_the_library)
+{
+    same_free_blocks(0);
+    same_free_blocks(1);
 }
 
 /* A checked pool behind the inline names still catches misuse. */

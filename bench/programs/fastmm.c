@@ -25,6 +25,8 @@
  *       binary is linked with -flto against the library's sources (bench.mk)
  *       and the loop is flattened.  What a program gets when it compiles the
  *       pool in with LTO and its hot loop inlines the calls.
+ *   khl_pool_ts_header  a thread-safe pool through khl_pool_inline.h's
+ *       inline paths (its thread cache read in the loop), without LTO.
  *   khl_pool_unsized, khl_pool_ts, khl_pool_mutex  unsized free, a
  *       thread-safe pool, and the post's "critical section": a
  *       single-threaded pool behind a mutex (no thread is ever started here,
@@ -171,7 +173,7 @@ __attribute__((flatten)) static int fm_pool_inline_write(void *ctx, void **ptr, 
 
 /* --- contenders ------------------------------------------------------------- */
 
-enum { N_LAYOUTS = 2, MAX_CONTENDERS = 13 };
+enum { N_LAYOUTS = 2, MAX_CONTENDERS = 14 };
 static const char *const layout_name[N_LAYOUTS] = {"10000x100B", "10000x100B+write"};
 
 typedef struct contender {
@@ -181,7 +183,10 @@ typedef struct contender {
     khl_pool_t *pool;         /* checked after the runs: nothing may be left in use */
 } contender_t;
 
-enum pool_kind { POOL_CALLED, POOL_HOOK, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_KINDS };
+enum pool_kind {
+    POOL_CALLED, POOL_HOOK, POOL_DIRECT, POOL_HEADER, POOL_INLINE, POOL_UNSIZED, POOL_TS, POOL_TS_HEADER,
+    POOL_KINDS
+};
 
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
@@ -229,14 +234,15 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
         {fm_pool_inline_published, fm_pool_inline_write},
         {fm_pool_unsized_published, fm_pool_unsized_write},
         {fm_pool_called_published, fm_pool_called_write},
+        {fastmm_header_published, fastmm_header_write},
     };
-    khl_pool_t *p = bench_pool_new(kind == POOL_TS);
+    khl_pool_t *p = bench_pool_new(kind == POOL_TS || kind == POOL_TS_HEADER);
     pool_called_t *pc = &cs->called[kind];
     if (!p)
         return -1;
     void *ctx = pc;
     *pc = (pool_called_t){p, opaque_alloc, opaque_free, opaque_free_unsized};
-    if (kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE)
+    if (kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE || kind == POOL_TS_HEADER)
         ctx = p;
     if (kind == POOL_HOOK) {
         cs->hook = (khl_allocator_t){opaque_allocf, p};
@@ -284,6 +290,7 @@ static int open_all(contenders_t *cs)
         add_pool(cs, "khl_pool_header", POOL_HEADER) ||
         add_pool(cs, "khl_pool_inline", POOL_INLINE) ||
         add_pool(cs, "khl_pool_unsized", POOL_UNSIZED) || add_pool(cs, "khl_pool_ts", POOL_TS) ||
+        add_pool(cs, "khl_pool_ts_header", POOL_TS_HEADER) ||
         add_mutex(cs))
         return -1;
     return add_floor(cs);
@@ -534,15 +541,18 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
  * 10,000 its neighbour allocated (every free a remote one), then a barrier
  * again.  Contenders: the four mallocs; khl_pool_ts, one thread-safe pool
  * shared by every thread, called through pointers like the khl_pool row of
- * seed_fastmm; khl_pool_per_thread, a plain pool per thread (the loop only:
- * a plain pool is never freed into by another thread).  Runs last: once a
+ * seed_fastmm; khl_pool_ts_header, the same through khl_pool_inline.h (the
+ * loop only: its calls are inline in fastmm_direct.c's loop);
+ * khl_pool_per_thread, a plain pool per thread (the loop only: a plain pool
+ * is never freed into by another thread).  Runs last: once a
  * thread has started, glibc no longer elides its atomics.  Rows (workload
  * pool_threads, n = threads): seconds (wall time of the whole run),
- * ratio_to_khl_pool_ts (paired by repetition) and ratio_to_one_thread: the
+ * ratio_to_khl_pool_ts and ratio_to_khl_pool_ts_header (paired by
+ * repetition) and ratio_to_one_thread: the
  * wall time over the same contender's one-thread run of that repetition
  * scaled by T / min(T, cores), 1.00 when threads cost each other nothing. */
 
-enum { THR_MAX = 4, THR_COUNTS = 3, THR_LAYOUTS = 2, THR_RIVALS = 6 };
+enum { THR_MAX = 4, THR_COUNTS = 3, THR_LAYOUTS = 2, THR_RIVALS = 7 };
 static const int thr_count[THR_COUNTS] = {1, 2, 4};
 static const char *const thr_layout[THR_LAYOUTS] = {"10000x100B+write", "handoff"};
 
@@ -643,16 +653,18 @@ static int thr_rivals(const contenders_t *cs, thr_rival_t *rv)
                 rv[n].ctx[t] = cs->c[i].ctx;
             n++;
         }
-    thr_rival_t *ts = &rv[n++], *own = &rv[n++];
+    thr_rival_t *ts = &rv[n++], *tsh = &rv[n++], *own = &rv[n++];
     *ts = (thr_rival_t){"khl_pool_ts", fm_pool_called_write, pool_called_alloc, pool_called_free,
                         {0}, {{0}}, bench_pool_new(1), 1};
+    *tsh = (thr_rival_t){"khl_pool_ts_header", fastmm_header_write, NULL, NULL, {0}, {{0}}, bench_pool_new(1), 0};
     *own = (thr_rival_t){"khl_pool_per_thread", fm_pool_called_write, pool_called_alloc, pool_called_free,
                          {0}, {{0}}, NULL, 0};
-    if (!ts->pool)
+    if (!ts->pool || !tsh->pool)
         return -1;
     ts->own[0] = (pool_called_t){ts->pool, opaque_alloc, opaque_free, opaque_free_unsized};
     for (int t = 0; t < THR_MAX; ++t) {
         ts->ctx[t] = &ts->own[0];
+        tsh->ctx[t] = tsh->pool;
         own->own[t] = (pool_called_t){bench_pool_new(0), opaque_alloc, opaque_free, opaque_free_unsized};
         own->ctx[t] = &own->own[t];
         if (!own->own[t].pool)
@@ -689,17 +701,18 @@ static double *thr_cell(double *t, int n, int reps, int l, int k, int c)
 
 static void thr_emit(const bench_opts_t *o, const thr_rival_t *rv, int n, int reps, double *t)
 {
+    static const char *const against[] = {"khl_pool_ts", "khl_pool_ts_header"};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     double v[64];
-    int ts = -1;
+    int pools[2] = {-1, -1};
     for (int c = 0; c < n; ++c)
-        if (!strcmp(rv[c].name, "khl_pool_ts"))
-            ts = c;
+        for (int a = 0; a < 2; ++a)
+            if (!strcmp(rv[c].name, against[a]))
+                pools[a] = c;
     for (int l = 0; l < THR_LAYOUTS; ++l)
         for (int k = 0; k < THR_COUNTS; ++k)
             for (int c = 0; c < n; ++c) {
-                const double *mine = thr_cell(t, n, reps, l, k, c), *one = thr_cell(t, n, reps, l, 0, c),
-                             *pool = thr_cell(t, n, reps, l, k, ts);
+                const double *mine = thr_cell(t, n, reps, l, k, c), *one = thr_cell(t, n, reps, l, 0, c);
                 int T = thr_count[k];
                 double scale = (double)T / (double)(T < cores ? T : cores);
                 if (isnan(mine[0]))
@@ -707,11 +720,16 @@ static void thr_emit(const bench_opts_t *o, const thr_rival_t *rv, int n, int re
                 memcpy(v, mine, (size_t)reps * sizeof *v);
                 bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T, "seconds",
                           bench_summarise(v, reps));
-                if (c != ts) {
+                for (int a = 0; a < 2; ++a) {
+                    const double *pool = thr_cell(t, n, reps, l, k, pools[a]);
+                    char metric[48];
+                    if (pools[a] < 0 || c == pools[a] || isnan(pool[0]))
+                        continue;
                     for (int r = 0; r < reps; ++r)
                         v[r] = mine[r] / pool[r];
-                    bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T,
-                              "ratio_to_khl_pool_ts", bench_summarise(v, reps));
+                    snprintf(metric, sizeof metric, "ratio_to_%s", against[a]);
+                    bench_row(o, "pool_threads", "seed", thr_layout[l], rv[c].name, T, metric,
+                              bench_summarise(v, reps));
                 }
                 if (T > 1) {
                     for (int r = 0; r < reps; ++r)

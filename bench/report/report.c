@@ -337,6 +337,10 @@ static void targets(FILE *o)
         snprintf(what, sizeof what, "FastMM loop, %ld threads sharing one pool: mimalloc / khl_pool_ts (paired)", t);
         target(o, what, val("pool_threads", "seed", FASTMM_WRITE, "mimalloc", t, "ratio_to_khl_pool_ts"), 1.0, 1,
                "x");
+        snprintf(what, sizeof what, "FastMM loop, %ld threads sharing one pool: mimalloc / khl_pool_ts_header (paired)",
+                 t);
+        target(o, what, val("pool_threads", "seed", FASTMM_WRITE, "mimalloc", t, "ratio_to_khl_pool_ts_header"), 1.0,
+               1, "x");
     }
     for (long t = 2; t <= 4; t += 2) {
         char what[112];
@@ -405,7 +409,7 @@ static void pool_threads_section(FILE *o)
 {
     static const char *const layouts[] = {FASTMM_WRITE, "handoff"};
     static const char *const who[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", "khl_pool_ts",
-                                      "khl_pool_per_thread"};
+                                      "khl_pool_ts_header", "khl_pool_per_thread"};
     enum { WHO = sizeof who / sizeof who[0] };
     if (!find("pool_threads", NULL, NULL, NULL, -1, NULL))
         return;
@@ -414,8 +418,10 @@ static void pool_threads_section(FILE *o)
                "%s: each thread runs the FastMM loop on its own blocks, one byte written in each; "
                "handoff: each thread allocates 10,000 x 100 B, then after a barrier frees the 10,000 "
                "its neighbour allocated (every free a remote one), then a barrier again. "
-               "khl_pool_ts: one thread-safe pool for every thread; khl_pool_per_thread: a plain "
-               "pool each (the loop only). Wall seconds of the whole run (median, threads started "
+               "khl_pool_ts: one thread-safe pool for every thread, called through pointers as the "
+               "mallocs are; khl_pool_ts_header: the same with khl_pool_inline.h's inline paths, "
+               "from a file built without LTO (the loop only); khl_pool_per_thread: a plain "
+               "pool each, called through pointers (the loop only). Wall seconds of the whole run (median, threads started "
                "and joined inside it), then each contender's time over khl_pool_ts's in the same "
                "repetition (median; above 1: the pool is faster), then scaling: wall time over the "
                "contender's one-thread time x T / min(T, cores) (1.00: threads cost each other "
@@ -566,7 +572,8 @@ static void seeds_side_by_side(FILE *o)
                                       {"FastMM, multithread mode", "0.41"},
                                       {"FastMM + critical section", "0.71"}, {"VC2008 malloc", "3.854"}};
     static const char *ours_fm[] = {"khl_pool_inline", "khl_pool_header", "khl_pool_direct", "khl_pool",
-                                    "khl_pool_hook", "khl_pool_unsized", "khl_pool_ts", "khl_pool_mutex", "glibc", "tcmalloc",
+                                    "khl_pool_hook", "khl_pool_unsized", "khl_pool_ts", "khl_pool_ts_header",
+                                    "khl_pool_mutex", "glibc", "tcmalloc",
                                     "jemalloc", "mimalloc", "floor"};
     for (int i = 0; i < (int)(sizeof ours_fm / sizeof ours_fm[0]); ++i) {
         fprintf(o, "| %s | %s | %s |", i < 5 ? pub_fm[i][0] : "", i < 5 ? pub_fm[i][1] : "", ours_fm[i]);
@@ -586,7 +593,9 @@ static void seeds_side_by_side(FILE *o)
                "post's FixedAlloc was; `khl_pool_header` has them inlined from khl_pool_inline.h, "
                "without LTO; `khl_pool_direct` calls the pool directly, as a program "
                "linking the library without LTO does; `khl_pool_hook` is the pool as a table "
-               "reaches it, khl_pool_allocf called through the table's {fn, ud}; every other "
+               "reaches it, khl_pool_allocf called through the table's {fn, ud}; `khl_pool_ts_header` "
+               "is a thread-safe pool through the inline header (its thread cache read in the loop); "
+               "every other "
                "contender is called through a pointer, as a shared library's malloc is.\n");
     fprintf(o, "\n- \"A fixed-size pool beats the general-purpose allocators\": %s with the pool "
                "inlined as the post's was (khl_pool_inline %.3f s, best malloc %.3f s); called "

@@ -9,14 +9,16 @@
  * count of every thread's allocations and a trim run while other threads'
  * caches change, and consumers run khl_pool_check meanwhile.  It runs twice:
  * with the default thread_keep_bytes, and with 1, so that every batch a
- * thread fills is published and taken by another thread.  Exit status 0
+ * thread fills is published and taken by another thread.  Odd tags take
+ * the inline paths of khl_pool_inline.h, compiled into this program, so
+ * they read the library's thread records as a program does.  Exit status 0
  * when every pattern held and the pool ends empty both times. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "khashlite/khl_pool.h"
+#include "khashlite/khl_pool_inline.h"
 #include "support/prng.h"
 
 #define THREADS 4
@@ -86,7 +88,7 @@ static void *producer(void *arg)
         item_t it = {NULL, size_for((unsigned)prng_next(&seed)), id * ROUNDS + r};
         if (r % 1000 == 999 && khl_pool_reserve(pool, it.n < 700 ? it.n : 100, 64) != 0)
             fail("reserve failed", it.tag);
-        it.p = khl_pool_alloc(pool, it.n);
+        it.p = it.tag % 2 ? khl_pool_alloc_inline(pool, it.n) : khl_pool_alloc(pool, it.n);
         if (!it.p) {
             fail("allocation failed", it.tag);
             continue;
@@ -112,10 +114,12 @@ static void *consumer(void *arg)
                 fail("a block's contents changed before its free", it.tag);
                 break;
             }
-        if (it.tag % 2)
-            khl_pool_free(pool, it.p, it.n);
-        else
-            khl_pool_free_unsized(pool, it.p);
+        switch (it.tag % 4) {
+        case 0: khl_pool_free_unsized(pool, it.p); break;
+        case 1: khl_pool_free_inline(pool, it.p, it.n); break;
+        case 2: khl_pool_free(pool, it.p, it.n); break;
+        default: khl_pool_free_unsized_inline(pool, it.p);
+        }
     }
     return NULL;
 }
