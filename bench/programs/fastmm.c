@@ -390,15 +390,16 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
  * Rows (workload pool_latency, table pool, n = calls): p50_ns, p99_ns,
  * p999_ns, max_ns, calls_over_100us, and for the pools chunk_take_ns, the
  * median time of the calls that took a chunk from the system (what
- * pre-faulting a chunk costs, in one call).  Median, min and max over
- * runs; contenders interleaved run by run. */
+ * pre-faulting a chunk costs, in one call) and system_bytes, what the pool
+ * took from the system for the run (the pages some call had to fault).
+ * Median, min and max over runs; contenders interleaved run by run. */
 
 enum { LAT_LAYOUTS = 2, LAT_MAX = 8 };
 static const char *const lat_layout[LAT_LAYOUTS] = {"100B", "16B-4KiB"};
 enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_LAZY, LAT_POOL_RESERVED };
-enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_METRICS };
+enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_SYSTEM, LAT_METRICS };
 static const char *const lat_metric[LAT_METRICS] = {"p50_ns", "p99_ns", "p999_ns", "max_ns",
-                                                     "calls_over_100us", "chunk_take_ns"};
+                                                     "calls_over_100us", "chunk_take_ns", "system_bytes"};
 
 typedef struct lat_rival {
     const char *name;
@@ -465,8 +466,12 @@ static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
         }
     }
     int ok = !p || khl_pool_check(p) == 0;
-    if (p)
+    m[LAT_SYSTEM] = NAN;
+    if (p) {
+        khl_pool_stats(p, &st);
+        m[LAT_SYSTEM] = (double)st.system_bytes;
         khl_pool_destroy(p);
+    }
     else
         for (long i = 0; i < w->count; ++i)
             r->libc->free(w->ptr[i]);
@@ -519,7 +524,8 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
     for (int l = 0; rc == 0 && l < LAT_LAYOUTS; ++l)
         for (int c = 0; c < n; ++c)
             for (int k = 0; k < LAT_METRICS; ++k) {
-                if ((rv[c].kind == LAT_POOL_RESERVED && l != 0) || (k == LAT_CHUNK && rv[c].kind == LAT_MALLOC))
+                if ((rv[c].kind == LAT_POOL_RESERVED && l != 0) ||
+                    ((k == LAT_CHUNK || k == LAT_SYSTEM) && rv[c].kind == LAT_MALLOC))
                     continue;
                 int got = 0;
                 for (int r = 0; r < runs; ++r)
