@@ -11,15 +11,17 @@
  * do what the functions of the same name without _inline do, with the same
  * contracts: the common cases run inline, anything else is a call to the
  * library's function.  The common cases are a small class of a pool that is
- * neither thread-safe nor checked with a free block or bump room, and (with
- * gcc or clang, whose __thread the inline code reads) a small class of a
- * thread-safe pool whose calling thread's cache has a block to hand out or
- * room for one more before a full batch: a few loads and stores each.
- * A program that does not include this header links exactly as before.
+ * neither thread-safe nor checked with a free block or bump room, and (in C,
+ * and in C++ with gcc or clang) a small class of a thread-safe pool whose
+ * calling thread's cache has a block to hand out or room for one more
+ * before a full batch: a few loads and stores each.  A program that does
+ * not include this header links exactly as before.
  *
  * What follows the functions' declarations is the layout the inline code
  * reads: the pool's first cache line (khl_pool_head_t), its size-class
- * records (khl_pool_class_t), and a thread's cache records.  The library is built from the same
+ * records (khl_pool_class_t), and a thread's cache records (the thread-local
+ * khl_pool_i_last_cache points at the one it used last).  The library is
+ * built from the same
  * definitions (khl_pool_internal.h), so the two cannot disagree, but code
  * compiled against this header must be rebuilt with the library it links:
  * it is inline code, not a stable ABI.  Nothing here is for use by
