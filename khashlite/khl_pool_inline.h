@@ -44,8 +44,13 @@ extern "C" {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KHL_POOL_I_PREFETCH_W(a) __builtin_prefetch((a), 1)
+/* The three calls inline whatever the compiler's size heuristics say:
+ * with both the plain and the thread-cache path in them, gcc -O2 otherwise
+ * keeps khl_pool_alloc_inline out of line, a call per allocation. */
+#define KHL_POOL_I_FORCE_INLINE inline __attribute__((always_inline))
 #else
 #define KHL_POOL_I_PREFETCH_W(a) ((void)(a))
+#define KHL_POOL_I_FORCE_INLINE inline
 #endif
 
 /* Thread-safe pools' thread caches are read inline in C, and in C++ where
@@ -309,7 +314,7 @@ static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c
 
 /* khl_pool_alloc, inline where the pool is plain or a thread's cache has a
  * block. */
-static inline void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
+static KHL_POOL_I_FORCE_INLINE void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(n - 1 < h->plain_path_max))
@@ -326,7 +331,7 @@ static inline void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
 
 /* khl_pool_free, inline where the pool is plain or a thread's cache has
  * room. */
-static inline void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
+static KHL_POOL_I_FORCE_INLINE void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(ptr != NULL && n - 1 < h->plain_path_max)) {
@@ -343,7 +348,7 @@ static inline void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
 /* khl_pool_free_unsized, inline where the pool is plain or a thread's cache
  * has room: the class comes from the header of the chunk the address masks
  * to. */
-static inline void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
+static KHL_POOL_I_FORCE_INLINE void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(ptr != NULL && h->plain_path_max != 0)) {

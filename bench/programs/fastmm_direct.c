@@ -9,12 +9,14 @@
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool_inline.h"
 
-static inline void *header_alloc(void *c, size_t n)
+/* Adapters only (void * to the pool): forced inline, so the loop is what a
+ * program calling khl_pool_alloc_inline itself compiles to. */
+static inline __attribute__((always_inline)) void *header_alloc(void *c, size_t n)
 {
     return khl_pool_alloc_inline((khl_pool_t *)c, n);
 }
 
-static inline void header_free(void *c, void *ptr, size_t n)
+static inline __attribute__((always_inline)) void header_free(void *c, void *ptr, size_t n)
 {
     khl_pool_free_inline((khl_pool_t *)c, ptr, n);
 }
