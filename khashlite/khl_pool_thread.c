@@ -333,8 +333,11 @@ static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_
     return b;
 }
 
-/* Blocks of class ci for t, with the lock: a batch of an exited thread
- * whole (O(1)), else up to a batch of loose blocks left by exited threads
+/* Blocks of class ci for e, with the lock: the batches of exited threads,
+ * as many as fill half of what the thread may keep (a thread starting
+ * on a pool whose threads come and go takes the lock a few times, not once
+ * a batch, while the others take theirs), else up to a batch of loose
+ * blocks left by exited threads
  * or locked paths, else every never-used slot of the class's current chunk
  * (taking at most one chunk from the system).  The whole rest of a chunk,
  * not a batch of it: two threads allocating one class from runs of one
@@ -342,11 +345,12 @@ static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_
  * their own (their blocks interleaved in memory), and a thread holds at
  * most one chunk's unused slots per class this way.  Returns one block,
  * the rest goes to t. */
-static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
+static NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
     cls_t *c = &p->cls[ci];
-    size_t held, n = 0;
-    void *b = NULL;
+    class_cache_t *t = &e->c[ci];
+    size_t held, n = 0, bytes = c->batch * c->size;
+    void *b = NULL, *more;
     pthread_mutex_lock(&p->lock);
     held = khl_i_cls_reserved(p, ci);
     if (held) {
@@ -354,6 +358,12 @@ static NOINLINE void *ts_refill(khl_pool_t *p, class_cache_t *t, unsigned ci)
     } else if ((b = khl_i_take_chain(p, ci)) != NULL) {
         t->alloc = *(void **)b;
         n = c->batch;
+        while (e->kept + bytes <= p->keep_bytes / 2 && (more = khl_i_take_chain(p, ci)) != NULL) {
+            ((void **)more)[1] = t->stash;
+            t->stash = more;
+            e->kept += bytes;
+            n += c->batch;
+        }
     } else if ((b = cls_pop_free(c)) != NULL) {
         void *x;
         for (n = 1; n < c->batch && (x = cls_pop_free(c)) != NULL; n++) {
@@ -445,7 +455,7 @@ NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n)
     } else if (t->bump != t->end) {
         b = t->bump;
         t->bump += p->cls[ci].size;
-    } else if (!(b = take_kept(p, e, ci)) && !(b = ts_refill(p, t, ci))) {
+    } else if (!(b = take_kept(p, e, ci)) && !(b = ts_refill(p, e, ci))) {
         return NULL;
     }
     bump_counter(&t->allocs);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "khashlite/khl_pool.h"
+#include "khashlite/khl_pool_internal.h"   /* white box: a thread's record */
 #include "support.h"
 
 #define NTHREADS 4
@@ -239,6 +240,40 @@ Test(pool_threads, thread_exit_gives_its_cache_back)
     cr_assert_gt(s.peak_bytes, 0);
     khl_pool_trim(p);
     cr_assert_eq(pt_stats(p).system_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+/* 2000 blocks of 64 B allocated and freed, then the thread exits: its full
+ * batches (128 blocks each) go back to the pool whole. */
+static void *free_batches_and_exit(void *arg)
+{
+    khl_pool_t *p = arg;
+    static void *b[2000];
+    for (int i = 0; i < 2000; i++)
+        b[i] = pt_make(p, 64, (uint64_t)i);
+    for (int i = 0; i < 2000; i++)
+        pt_check_free(p, b[i], 1);
+    return NULL;
+}
+
+/* A thread starting on a pool whose threads come and go takes the exited
+ * threads' batches in one refill, up to half its thread_keep_bytes, not one
+ * batch per trip through the lock. */
+Test(pool_threads, a_new_thread_takes_exited_threads_batches_at_once)
+{
+    khl_pool_t *p = pt_pool(0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, free_batches_and_exit, p), 0);
+    pthread_join(t, NULL);
+    void *x = khl_pool_alloc(p, 64);   /* this thread's first: a refill */
+    cr_assert_not_null(x);
+    const thread_cache_t *e = khl_i_own_cache(p);
+    cr_assert_not_null(e);
+    size_t batch_bytes = p->cls[class_of(64)].batch * p->cls[class_of(64)].size;
+    /* 2000 / 128: 15 full batches, one to allocate from, 14 kept. */
+    cr_assert_eq(e->kept, 14 * batch_bytes, "kept %zu bytes, %zu a batch", e->kept, batch_bytes);
+    khl_pool_free(p, x, 64);
+    cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_destroy(p);
 }
 
