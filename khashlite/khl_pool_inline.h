@@ -44,11 +44,9 @@ extern "C" {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KHL_POOL_I_PREFETCH_W(a) __builtin_prefetch((a), 1)
-/* The inline calls and khl_pool_allocf_inline inline whatever the
- * compiler's size heuristics say: with both the plain and the thread-cache
- * path in them, gcc -O2 otherwise keeps them out of line, a call per
- * allocation (a table naming khl_pool_allocf_inline: 288 instructions a
- * 1-key life instead of 256). */
+/* The three inline calls inline whatever the compiler's size heuristics
+ * say: with both the plain and the thread-cache path in them, gcc -O2
+ * otherwise keeps them out of line, a call per allocation. */
 #define KHL_POOL_I_FORCE_INLINE inline __attribute__((always_inline))
 #else
 #define KHL_POOL_I_PREFETCH_W(a) ((void)(a))
@@ -372,19 +370,33 @@ static KHL_POOL_I_FORCE_INLINE void khl_pool_free_unsized_inline(khl_pool_t *p, 
 
 /* khl_pool_allocf, inline where the pool is plain: the allocator to name in
  * KHL_INIT_ALLOC, so that a table's allocations and frees are the pool's
- * fast paths in the table's own code (a resize, which tables never ask
- * for, is the library's):
+ * fast paths in the table's own code:
  *     KHL_INIT_ALLOC(ids, uint64_t, int, 1, khl_hash_u64, khl_eq_int, khl_pool_allocf_inline)
- *     khl_t(ids) h;  khl_init(ids, &h, pool); */
-static KHL_POOL_I_FORCE_INLINE void *khl_pool_allocf_inline(void *ud, void *ptr, size_t osize,
-                                                            size_t nsize)
+ *     khl_t(ids) h;  khl_init(ids, &h, pool);
+ * Other pools take the library's khl_pool_alloc and khl_pool_free, which
+ * run the thread caches' fast paths, and a resize (which tables never ask
+ * for) khl_pool_allocf.  Only the plain path is here, and it is not forced
+ * inline: a table reaches its allocator through a function pointer that
+ * constant propagation turns into a direct call, which gcc -O1 does too
+ * late for always_inline, and with the thread-cache path in it too gcc -O2
+ * kept this function out of line (a 1-key table life: 288 instructions
+ * instead of 259). */
+static inline void *khl_pool_allocf_inline(void *ud, void *ptr, size_t osize, size_t nsize)
 {
+    khl_pool_t *p = (khl_pool_t *)ud;
+    khl_pool_head_t *h = (khl_pool_head_t *)ud;
     if (nsize == 0) {
-        khl_pool_free_inline((khl_pool_t *)ud, ptr, osize);
+        if (ptr != NULL && osize - 1 < h->plain_path_max)
+            khl_pool_i_plain_free(h, &h->classes[khl_pool_i_class_of(osize)], ptr);
+        else
+            khl_pool_free(p, ptr, osize);
         return NULL;
     }
-    if (ptr == NULL)
-        return khl_pool_alloc_inline((khl_pool_t *)ud, nsize);
+    if (ptr == NULL) {
+        if (nsize - 1 < h->plain_path_max)
+            return khl_pool_i_plain_alloc(h, &h->classes[khl_pool_i_class_of(nsize)], p, nsize, khl_pool_alloc);
+        return khl_pool_alloc(p, nsize);
+    }
     return khl_pool_allocf(ud, ptr, osize, nsize);
 }
 
