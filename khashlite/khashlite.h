@@ -25,9 +25,13 @@
  *
  * - One block.  An empty table (never filled, destroyed, or shrunk while
  *   empty) holds no allocation; any other holds exactly one:
- *       [16 B header][1 control byte per bucket][pad][key,value pairs]
- *   each pair aligned for its type in memory.  The handle (block pointer and
- *   allocator) is the caller's; the block moves when the table grows.
+ *       [8 B header][1 control byte per bucket][pad][slots]
+ *   (tables of more than 16 buckets add 8 B of counters before the header).
+ *   The slots are key,value pairs, or, for a map whose pair would carry
+ *   padding (a 4-byte key beside an 8-byte value), all the keys then all
+ *   the values; either way aligned for their types in memory.  The handle
+ *   (block pointer and allocator) is the caller's; the block moves when the
+ *   table grows.
  * - Out of memory: the call reports it (-1, or *ret = -1 from khl_put) and
  *   the table is exactly as it was.  Nothing leaks.
  * - A khl_put of a key already present never allocates and never fails.
@@ -202,6 +206,11 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 #define khl_put(name, h, key, ret)  khl_put_##name(h, key, ret)
 /* khl_iter_t: the bucket holding key, or khl_end(name, h). */
 #define khl_get(name, h, key)       khl_get_##name(h, key)
+/* val_t *: the value of key, or NULL when key is absent (maps only: on a
+ * set it does not compile).  One lookup and no bucket index: an
+ * interpreter's variable read.  The pointer lives as key's bucket index
+ * does (see the contract): until key is deleted or a call can allocate. */
+#define khl_getp(name, h, key)      ((void)KHL_I_REQUIRE_MAP(name), khl_getp_##name(h, key))
 /* Deletes the key in bucket k; khl_end or a free bucket is a no-op. */
 #define khl_del(name, h, k)         khl_del_##name(h, k)
 /* int: deletes key: 1 if it was there, 0 if not.  One walk, no index. */
@@ -210,8 +219,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 /* The key and value in occupied bucket k, as lvalues.  k is evaluated before
  * the block is looked up, so khl_val(name, h, khl_put(name, h, key, &ret)) = v
  * is safe once ret is known not to be -1.  khl_val on a set does not compile. */
-#define khl_key(name, h, k)         (khl_pairp_##name(h, k)->key)
-#define khl_val(name, h, k)         ((void)KHL_I_REQUIRE_MAP(name), khl_pairp_##name(h, k))->val
+#define khl_key(name, h, k)         (*khl_keyat_##name(h, k))
+#define khl_val(name, h, k)         (*((void)KHL_I_REQUIRE_MAP(name), khl_valat_##name(h, k)))
 
 #define khl_size(name, h)           khl_size_##name(h)        /* live keys */
 #define khl_n_buckets(name, h)      khl_nbuckets_##name(h)

@@ -188,7 +188,7 @@ static inline uint32_t khl_mask_lowest(uint32_t m)
 static inline uint32_t khl_mask_highest(uint32_t m)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return 31u - (uint32_t)__builtin_clz(m);
+    return (uint32_t)__builtin_clz(m) ^ 31u;    /* one bsr: gcc leaves 31 - clz as three */
 #else
     uint32_t i = 31;
     while (!(m & 0x80000000u)) { m <<= 1; --i; }

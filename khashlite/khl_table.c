@@ -58,18 +58,32 @@ static size_t pairs_align(uint32_t nb, const khl_type_t *t)
     return a;
 }
 
+static size_t slots_bytes(uint32_t nb, const khl_type_t *t)
+{
+    return KHL_I_SLOTS_BYTES(nb, t->soa, t->pair_size, t->key_size, t->val_size, t->key_align);
+}
+
 /* Bytes of an allocation whose first `head` bytes (header, control bytes)
- * come before nb pairs, sized for the worst address the allocator may
+ * come before nb slots, sized for the worst address the allocator may
  * return; 0 when that does not fit in size_t. */
 static size_t region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
 {
     size_t a = pairs_align(nb, t), start = KHL_I_PAIRS_START(head, a);
-    /* Pairs this small cannot overflow 2^31 buckets on a 64-bit size_t:
+    /* Slots this small cannot overflow 2^31 buckets on a 64-bit size_t:
      * skip the division (a put into a new table computes this 3 times). */
     const size_t never_overflows = SIZE_MAX / 4 / KHL_MAX_BUCKETS;
-    if (t->pair_size > never_overflows && nb > (SIZE_MAX - start) / t->pair_size)
+    /* soa slots take at most a pair each and one value's alignment. */
+    if (t->pair_size > never_overflows && nb > (SIZE_MAX - start - t->key_align) / t->pair_size)
         return 0;
-    return start + (size_t)nb * t->pair_size;
+    return start + slots_bytes(nb, t);
+}
+
+/* Slot i's key in a table of nb buckets whose slots start at `slots`. */
+static const char *key_at(const char *slots, uint32_t nb, uint32_t i, const khl_type_t *t)
+{
+    if (t->soa)
+        return slots + KHL_I_SOA_KEYS(nb, t->val_size, t->key_align) + (size_t)i * t->key_size;
+    return slots + (size_t)i * t->pair_size;
 }
 
 /* Bytes between `head_end` (an address) and the first pair. */
@@ -78,7 +92,7 @@ static uint16_t pad_at(const void *head_end, uint32_t nb, const khl_type_t *t)
     return khl_pad_to(head_end, pairs_align(nb, t));
 }
 
-/* The single block or split2's [ctrl|pairs]: `hdr` bytes of header first.
+/* The single block or split2's [ctrl|slots]: `hdr` bytes of header first.
  * The control window of a tiny table reads 16 bytes from the control bytes. */
 static size_t block_bytes(size_t hdr, uint32_t nb, const khl_type_t *t)
 {
@@ -102,13 +116,22 @@ static size_t ctrl3_bytes(uint32_t nb)          /* split3's control allocation *
  * This file plans what to allocate, and builds the table in what was. */
 enum { R_BLOCK = 0, R_CTRL = 1, R_PAIRS = 2 };
 
-static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, const khl_type_t *t)
+/* The header bytes of a single block of nb buckets: a larger table's
+ * extension comes first. */
+static size_t single_header(uint32_t nb)
+{
+    return KHL_I_HEADER_BYTES + (nb > GROUP ? sizeof(khl_block_ext_t) : 0u);
+}
+
+static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, int reserved, const khl_type_t *t)
 {
     b->n_buckets = nb;
     b->size = size;
-    b->growth_left = capacity(nb, t) - size;
-    b->shift = (uint8_t)shift_for(nb);
-    b->reserved = 0;
+    if (nb > GROUP) {
+        khl_ext(b)->growth_left = capacity(nb, t) - size;
+        khl_ext(b)->shift = (uint8_t)shift_for(nb);
+        khl_ext(b)->reserved = (uint8_t)reserved;
+    }
 }
 
 /* The regions of storage for nb buckets; old (may be NULL) is the block it
@@ -120,7 +143,7 @@ static int plan_regions(khl_plan_t *p, const khl_block_t *old, uint32_t nb, cons
     p->nb = nb;
     switch (t->layout) {
     case KHL_LAYOUT_SINGLE:
-        bytes[R_BLOCK] = block_bytes(sizeof(khl_block_t), nb, t);
+        bytes[R_BLOCK] = block_bytes(single_header(nb), nb, t);
         return bytes[R_BLOCK] ? 1 : -1;
     case KHL_LAYOUT_SPLIT2:
         bytes[R_PAIRS] = block_bytes(0, nb, t);
@@ -146,19 +169,23 @@ size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
 
 void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
 {
-    khl_split_block_t *sb = (khl_split_block_t *)(void *)(uintptr_t)b;
+    khl_split_block_t *sb = khl_split_of(b);
     khl_plan_t p;
     m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
     if (!b)
         return;
     plan_regions(&p, NULL, b->n_buckets, t);
     memcpy(m->bytes, p.regions.bytes, sizeof m->bytes);
-    m->p[R_BLOCK] = (void *)(uintptr_t)b;
-    if (t->layout == KHL_LAYOUT_SPLIT2) {
-        m->p[R_PAIRS] = sb->ctrl;
-    } else if (t->layout == KHL_LAYOUT_SPLIT3) {
-        m->p[R_CTRL] = sb->ctrl;
-        m->p[R_PAIRS] = sb->pairs - b->pairs_pad;
+    if (t->layout == KHL_LAYOUT_SINGLE) {
+        m->p[R_BLOCK] = khl_single_base((khl_block_t *)(uintptr_t)b);
+    } else {
+        m->p[R_BLOCK] = sb;
+        if (t->layout == KHL_LAYOUT_SPLIT3) {
+            m->p[R_CTRL] = sb->ctrl;
+            m->p[R_PAIRS] = sb->pairs - sb->x.pad;
+        } else {
+            m->p[R_PAIRS] = sb->ctrl;
+        }
     }
 }
 
@@ -168,8 +195,8 @@ void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
 static void clear_ctrl(unsigned char *ctrl, const char *pairs, uint32_t nb, const khl_type_t *t)
 {
     if (nb < GROUP) {
-        /* Up to the end of the pairs where they follow the control bytes. */
-        const char *end = pairs + (size_t)nb * t->pair_size;
+        /* Up to the end of the slots where they follow the control bytes. */
+        const char *end = pairs + slots_bytes(nb, t);
         size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)ctrl);
         memset(ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
     }
@@ -185,15 +212,15 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
     khl_block_t *b;
     unsigned char *ctrl;
     char *pairs;
-    uint16_t pad;
     if (t->layout == KHL_LAYOUT_SINGLE) {
-        b = (khl_block_t *)(void *)mem[R_BLOCK];
+        b = (khl_block_t *)(void *)(mem[R_BLOCK] + single_header(nb) - KHL_I_HEADER_BYTES);
         ctrl = (unsigned char *)(b + 1);
-        pad = pad_at(ctrl + nb, nb, t);
-        pairs = (char *)ctrl + nb + pad;
+        pairs = khl_slots_after(ctrl, nb, pairs_align(nb, t));
+        if (nb > GROUP)
+            khl_ext(b)->pad = (uint16_t)(pairs - (char *)(ctrl + nb));
     } else {
-        khl_split_block_t *sb = old ? (khl_split_block_t *)(void *)old
-                                    : (khl_split_block_t *)(void *)mem[R_BLOCK];
+        khl_split_block_t *sb = old ? khl_split_of(old) : (khl_split_block_t *)(void *)mem[R_BLOCK];
+        uint16_t pad;
         b = &sb->h;
         ctrl = (unsigned char *)(mem[R_CTRL] ? mem[R_CTRL] : mem[R_PAIRS]);
         pairs = mem[R_CTRL] ? mem[R_PAIRS] : mem[R_PAIRS] + nb;
@@ -201,10 +228,10 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
         pairs += pad;
         sb->ctrl = ctrl;
         sb->pairs = pairs;
+        sb->x.pad = pad;
     }
     clear_ctrl(ctrl, pairs, nb, t);
-    set_counters(b, nb, size, t);
-    b->pairs_pad = pad;
+    set_counters(b, nb, size, p->reserved, t);
     return b;
 }
 
@@ -215,21 +242,22 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
     khl_regions_t r_from, r_to;
     /* Read before lay_out reuses a split header. */
     if (src)
-        r_from = khl_regions_of(src, t->layout);
+        r_from = khl_regions_of(src, t->layout, t->pair_align);
     khl_table_regions(freed, old, t);
     if (t->layout != KHL_LAYOUT_SINGLE)
         freed->p[R_BLOCK] = NULL;
     b = lay_out(p, old, src ? src->size : 0u, t);
-    b->reserved = (uint8_t)p->reserved;
     if (src) {
-        r_to = khl_regions_of(b, t->layout);
+        r_to = khl_regions_of(b, t->layout, t->pair_align);
         if (src == old) {
             t->move(&r_to, &r_from);
         } else {
             memcpy(r_to.ctrl, r_from.ctrl, p->nb);
-            memcpy(r_to.pairs, r_from.pairs, (size_t)p->nb * t->pair_size);
-            b->growth_left = src->growth_left;
-            b->reserved = src->reserved;
+            memcpy(r_to.pairs, r_from.pairs, slots_bytes(p->nb, t));
+            if (p->nb > GROUP) {
+                khl_ext(b)->growth_left = khl_ext(src)->growth_left;
+                khl_ext(b)->reserved = khl_ext(src)->reserved;
+            }
         }
     }
     verified(b, t);
@@ -241,9 +269,9 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
 /* Same size, tombstones dropped: never allocates. */
 static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
 {
-    khl_regions_t r = khl_regions_of(b, t->layout);
+    khl_regions_t r = khl_regions_of(b, t->layout, t->pair_align);
     t->rehash(&r, b->n_buckets);
-    b->growth_left = capacity(b->n_buckets, t) - b->size;
+    khl_ext(b)->growth_left = capacity(b->n_buckets, t) - b->size;
     verified(b, t);
 }
 
@@ -297,10 +325,10 @@ int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
     if (nb > GROUP) {
         uint32_t spare = cap - b->size - count_deleted(b, t);
         if (spare >= nb / GROUP) {
-            b->growth_left = spare;
+            khl_ext(b)->growth_left = spare;
             return 0;
         }
-        if (b->size < cap / 2 || (b->reserved && cap - b->size >= nb / GROUP)) {
+        if (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP)) {
             rehash_in_place(b, t);
             return 0;
         }
@@ -324,7 +352,9 @@ int khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_pl
     if (!(nb = buckets_for(keep, 1, t)))
         return -1;
     if (b && nb <= b->n_buckets) {
-        b->reserved = 1;
+        /* A one-group table may fill: it needs no flag to keep the promise. */
+        if (b->n_buckets > GROUP)
+            khl_ext(b)->reserved = 1;
         return 0;
     }
     return plan_regions(p, b, nb, t);
@@ -357,7 +387,8 @@ void khl_table_clear(khl_block_t *b, const khl_type_t *t)
         return;
     memset(khl_ctrl_at(b, t->layout), KHL_CTRL_EMPTY, b->n_buckets);
     b->size = 0;
-    b->growth_left = capacity(b->n_buckets, t);
+    if (b->n_buckets > GROUP)
+        khl_ext(b)->growth_left = capacity(b->n_buckets, t);
     verified(b, t);
 }
 
@@ -374,28 +405,29 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
     khl_block_t *b = (khl_block_t *)(uintptr_t)src;
     const unsigned char *ctrl;
     const char *pairs;
-    uint32_t nb, i, full = 0, deleted = 0;
+    uint32_t nb, i, full = 0, deleted = 0, shift;
     if (!b)
         return 0;
     nb = b->n_buckets;
-    ctrl = khl_ctrl_at(b, t->layout);
-    pairs = khl_pairs_at(b, t->layout);
     if (!nb || (nb & (nb - 1)) || nb > KHL_MAX_BUCKETS)
         return broken("bucket count not a power of two", nb);
-    if (b->shift != shift_for(nb))
+    ctrl = khl_ctrl_at(b, t->layout);
+    pairs = khl_pairs_at(b, t->layout, t->pair_align);
+    shift = khl_shift_of(b);
+    if (shift != shift_for(nb))
         return broken("shift does not match the bucket count", nb);
     if ((uintptr_t)pairs % pairs_align(nb, t))
-        return broken("pairs misaligned", 0);
+        return broken("slots misaligned", 0);
     if (t->layout == KHL_LAYOUT_SINGLE &&
-        t->first_bytes != block_bytes(sizeof(khl_block_t), t->first_buckets, t))
-        return broken("the type's first block size (KHL_I_FIRST_BYTES) is not khl_table.c's", 0);
+        t->first_bytes != block_bytes(single_header(t->first_buckets), t->first_buckets, t))
+        return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
         if (c == KHL_CTRL_DELETED) {
             ++deleted;
         } else if (c < KHL_CTRL_EMPTY) {
-            uint64_t hash = t->hash(pairs + (size_t)i * t->pair_size);
-            khl_probe_t p = khl_probe_start(hash, b->shift, nb);
+            uint64_t hash = t->hash(key_at(pairs, nb, i, t));
+            khl_probe_t p = khl_probe_start(hash, shift, nb);
             ++full;
             if (c != khl_tag(hash))
                 return broken("tag is not the key's", i);
@@ -413,8 +445,7 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
         return broken("size is not the number of keys (I1)", b->size);
     if (nb <= GROUP && deleted)
         return broken("a one-group table holds a tombstone (I4)", deleted);
-    if ((uint64_t)b->growth_left + full + deleted > capacity(nb, t) ||
-        (nb <= GROUP && (uint64_t)b->growth_left + full + deleted != capacity(nb, t)))
-        return broken("growth_left does not match capacity (I2)", b->growth_left);
+    if ((uint64_t)khl_growth_left(b) + full + deleted > capacity(nb, t))
+        return broken("growth_left does not match capacity (I2)", khl_growth_left(b));
     return 0;
 }

@@ -116,14 +116,13 @@ typedef union khl_max_align {
 #define KHL_LAYOUT_SPLIT3 2
 
 #define KHL_MAX_BUCKETS 0x80000000u
-#define KHL_LARGE_BUCKETS 256u      /* from here pairs start on a cache line */
+#define KHL_LARGE_BUCKETS 256u      /* from here slots start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
 
-/* Where n pairs of `size` bytes aligned to `align` start after `head` bytes
- * of an allocation aligned for max_align_t (for the worst address), and the
- * bytes the allocation then needs.  A macro so that the type's first block
- * size (KHL_I_FIRST_BUCKETS) is a constant expression; khl_table.c uses it
- * at run time. */
+/* Where slots aligned to `align` start after `head` bytes of an allocation
+ * aligned for max_align_t (for the worst address).  Macros so that a type's
+ * first block size (KHL_I_FIRST_BUCKETS) is a constant expression;
+ * khl_table.c uses them at run time. */
 #define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
 /* The tag is the hash's top 7 bits; the group bits are just below it, so a
  * one-group table's shift is this and each doubling of groups takes one more. */
@@ -132,33 +131,63 @@ typedef union khl_max_align {
     ((align) <= KHL_ALIGNOF(khl_max_align_t)                                        \
          ? KHL_I_ALIGN_UP(head, align)                                              \
          : KHL_I_ALIGN_UP(head, KHL_ALIGNOF(khl_max_align_t)) + (align) - KHL_ALIGNOF(khl_max_align_t))
-#define KHL_I_BLOCK_FITS(nb, size, align)                                           \
-    (KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size) <= KHL_FIRST_BLOCK_BYTES)
+/* Where (soa) the keys start after nb values, and the bytes of nb slots:
+ * pairs, or (soa) nb values then nb keys aligned. */
+#define KHL_I_SOA_KEYS(nb, val_size, key_align) KHL_I_ALIGN_UP((size_t)(nb) * (val_size), key_align)
+#define KHL_I_SLOTS_BYTES(nb, soa, pair_size, key_size, val_size, key_align)        \
+    ((soa) ? KHL_I_SOA_KEYS(nb, val_size, key_align) + (size_t)(nb) * (key_size)    \
+           : (size_t)(nb) * (pair_size))
+#define KHL_I_SLOTS_BYTES_OF(name, nb)                                              \
+    KHL_I_SLOTS_BYTES(nb, khl_soa_##name, sizeof(khl_pairt_##name), sizeof(khl_keyt_##name), \
+                      sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name))
+/* A one-group single block: header, control bytes, slots; at least the 16
+ * bytes a tiny table's control window reads after the header. */
+#define KHL_I_SMALL_BYTES_(nb, name)                                                \
+    (KHL_I_PAIRS_START(KHL_I_HEADER_BYTES + (nb), KHL_ALIGNOF(khl_pairt_##name))    \
+     + KHL_I_SLOTS_BYTES_OF(name, nb))
+#define KHL_I_SMALL_BYTES(nb, name)                                                 \
+    (KHL_I_SMALL_BYTES_(nb, name) < KHL_I_HEADER_BYTES + 16u ? KHL_I_HEADER_BYTES + 16u \
+                                                            : KHL_I_SMALL_BYTES_(nb, name))
 /* A table's first block: the most buckets (up to one group) that fit
- * KHL_FIRST_BLOCK_BYTES: 8 pairs of 8 bytes, 4 of 16, 1 of 64. */
-#define KHL_I_FIRST_BUCKETS(size, align)                                            \
-    (KHL_I_BLOCK_FITS(16u, size, align) ? 16u : KHL_I_BLOCK_FITS(8u, size, align) ? 8u \
-     : KHL_I_BLOCK_FITS(4u, size, align) ? 4u : KHL_I_BLOCK_FITS(2u, size, align) ? 2u : 1u)
-/* Its bytes: header, control bytes, pairs; at least the 16 bytes a tiny
- * table's control window reads after the header (khl_table_check holds it
- * to khl_table.c's block size). */
-#define KHL_I_FIRST_BYTES_(nb, size, align)                                         \
-    (KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size) < 32u                     \
-         ? 32u : KHL_I_PAIRS_START(16u + (nb), align) + (nb) * (size))
-#define KHL_I_FIRST_BYTES(size, align)                                              \
-    KHL_I_FIRST_BYTES_(KHL_I_FIRST_BUCKETS(size, align), size, align)
+ * KHL_FIRST_BLOCK_BYTES: 8 pairs of 8 bytes, 4 of 16 (or 4 keys of 4 bytes
+ * and 4 values of 8), 1 of 64. */
+#define KHL_I_FIRST_BUCKETS(name)                                                   \
+    (KHL_I_SMALL_BYTES(16u, name) <= KHL_FIRST_BLOCK_BYTES ? 16u                    \
+     : KHL_I_SMALL_BYTES(8u, name) <= KHL_FIRST_BLOCK_BYTES ? 8u                    \
+     : KHL_I_SMALL_BYTES(4u, name) <= KHL_FIRST_BLOCK_BYTES ? 4u                    \
+     : KHL_I_SMALL_BYTES(2u, name) <= KHL_FIRST_BLOCK_BYTES ? 2u : 1u)
 
+/* The block's header: all a one-group table needs.  A one-group table
+ * holds no tombstone (I4) and may fill, so its growth_left is n_buckets -
+ * size; its shift is KHL_I_TAG_SHIFT; its slots start at the first address
+ * aligned for them after the control bytes.  Eight bytes, so that 4 keys of
+ * 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112. */
 typedef struct khl_block {
     uint32_t n_buckets;      /* a power of two */
     uint32_t size;           /* live keys */
+} khl_block_t;
+#define KHL_I_HEADER_BYTES 8u
+
+/* What a table of more than one group adds, in the 8 bytes just before its
+ * header (the allocation starts there): the control bytes stay at a constant
+ * offset from the block pointer whatever the table's size. */
+typedef struct khl_block_ext {
     uint32_t growth_left;    /* puts into empty buckets before a rebuild (I2) */
     uint8_t  shift;          /* 57 - log2(groups) */
     uint8_t  reserved;       /* 1: sized by khl_reserve, whose promise khl_table_grow keeps */
-    uint16_t pairs_pad;      /* bytes between the control bytes and pair 0 */
-} khl_block_t;
+    uint16_t pad;            /* bytes between the control bytes (split layouts: the
+                              * slots' allocation) and slot 0, for this address */
+} khl_block_ext_t;
 
-/* The split layouts keep their region pointers after the counters. */
+static inline khl_block_ext_t *khl_ext(const khl_block_t *b)
+{
+    return (khl_block_ext_t *)(void *)(uintptr_t)b - 1;
+}
+
+/* The split layouts keep their region pointers after the counters, and
+ * always have the extension. */
 typedef struct khl_split_block {
+    khl_block_ext_t x;
     khl_block_t h;
     unsigned char *ctrl;
     char *pairs;
@@ -167,13 +196,19 @@ typedef struct khl_split_block {
 /* Where a table's buckets are: what a rebuild moves keys between. */
 typedef struct khl_regions {
     unsigned char *ctrl;
-    char *pairs;
+    char *pairs;             /* the slots */
     uint32_t n_buckets, shift;
 } khl_regions_t;
 
-/* What the type-independent code (khl_table.c) needs of a table type. */
+/* What the type-independent code (khl_table.c) needs of a table type.  Its
+ * slots are pairs {key, value}, or (soa, for maps whose pair would be
+ * padded) an array of values then an array of keys: the 4 bytes of padding
+ * of a 4-byte key beside an 8-byte value are a quarter of a pair.  Values
+ * first, so that a value's address does not depend on the bucket count. */
 typedef struct khl_type {
-    size_t pair_size, pair_align;
+    size_t pair_size, pair_align;   /* pair_align: the slots' alignment in any layout */
+    size_t key_size, val_size, key_align;
+    int soa;
     uint32_t max_load;          /* KHL_MAX_LOAD in 1/65536 */
     uint32_t first_buckets;     /* KHL_I_FIRST_BUCKETS */
     int layout;
@@ -183,8 +218,8 @@ typedef struct khl_type {
      * tombstones between them), the rest are empty: places them for this
      * one, without allocating. */
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
-    uint64_t (*hash)(const void *pair);     /* khl_table_check only */
-    size_t first_bytes;         /* KHL_I_FIRST_BYTES: a single layout's first block */
+    uint64_t (*hash)(const void *key);      /* khl_table_check only */
+    size_t first_bytes;         /* KHL_I_SMALL_BYTES of first_buckets: a single layout's first block */
 } khl_type_t;
 
 /* --- type-independent operations (khl_table.c) ------------------------------ */
@@ -272,27 +307,32 @@ static inline uint16_t khl_pad_to(const void *end, size_t align)
     return (uint16_t)((0u - (uintptr_t)end) & (align - 1u));
 }
 
-/* A table's first block laid out empty in mem (t->first_bytes, single
- * layout), inline: it is the first put of every tiny table, and with t a
- * constant the two memsets are a few stores.  As khl_table.c lays out any
- * block: every byte after the header defined (a tiny table's control window
- * reads into the pairs), the control bytes empty, the pairs aligned for the
- * address mem has; the counters of a one-group table, which may fill
- * (khl_check holds them to khl_table.c's). */
-static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t)
+/* A table's first block laid out in mem (t->first_bytes, single layout)
+ * holding one key whose tag is `tag`, in its highest bucket (where any put
+ * into an empty group goes), inline: it is the first put of every tiny
+ * table, and with t a constant the memsets are a few stores.  As
+ * khl_table.c lays out any block: every byte after the header defined (a
+ * tiny table's control window reads into the slots), the other control
+ * bytes empty.  A one-group table's header is all its counters (khl_check
+ * holds them to khl_table.c's). */
+static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsigned char tag)
 {
     khl_block_t *b = (khl_block_t *)mem;
     unsigned char *ctrl = (unsigned char *)(b + 1);
     uint32_t nb = t->first_buckets;
     memset(ctrl, 0xFF, t->first_bytes - sizeof *b);
-    memset(ctrl, KHL_CTRL_EMPTY, nb);
+    memset(ctrl, KHL_CTRL_EMPTY, nb - 1u);
+    ctrl[nb - 1u] = tag;
     b->n_buckets = nb;
-    b->size = 0;
-    b->growth_left = nb;
-    b->shift = KHL_I_TAG_SHIFT;
-    b->reserved = 0;
-    b->pairs_pad = khl_pad_to(ctrl + nb, t->pair_align);
+    b->size = 1;
     return b;
+}
+
+/* Where a single block's allocation starts: a table of more than one group
+ * keeps its extension just before the header. */
+static inline void *khl_single_base(khl_block_t *b)
+{
+    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
 }
 
 /* The bytes of a single-layout block: its first block's are a constant. */
@@ -308,23 +348,77 @@ static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
 
 /* --- the hot path's view of a block ------------------------------------------ */
 
+static inline khl_split_block_t *khl_split_of(const khl_block_t *b)
+{
+    return (khl_split_block_t *)(void *)((char *)(uintptr_t)b - offsetof(khl_split_block_t, h));
+}
+
 static inline unsigned char *khl_ctrl_at(khl_block_t *b, int layout)
 {
     if (layout != KHL_LAYOUT_SINGLE)
-        return ((khl_split_block_t *)(void *)b)->ctrl;
+        return khl_split_of(b)->ctrl;
     return (unsigned char *)(b + 1);
 }
 
-static inline char *khl_pairs_at(khl_block_t *b, int layout)
+/* The slots' alignment in a table of nb buckets: from KHL_LARGE_BUCKETS on,
+ * a cache line, so that a group's first slots share its first line. */
+static inline size_t khl_slots_align(uint32_t nb, size_t align)
 {
+    return nb >= KHL_LARGE_BUCKETS && align < 64u ? 64u : align;
+}
+
+/* A single block's slots: the first address aligned for them after the
+ * control bytes (computed, not stored: the header stays 8 bytes). */
+static inline char *khl_slots_after(unsigned char *ctrl, uint32_t nb, size_t align)
+{
+    unsigned char *end = ctrl + nb;
+    return (char *)end + khl_pad_to(end, align);
+}
+
+/* The slots of a single block of more than one group: its extension keeps
+ * their padding, which depends on the block's address. */
+static inline char *khl_large_slots(khl_block_t *b, uint32_t nb)
+{
+    return (char *)(b + 1) + nb + khl_ext(b)->pad;
+}
+
+static inline char *khl_pairs_at(khl_block_t *b, int layout, size_t align)
+{
+    uint32_t nb = b->n_buckets;
     if (layout != KHL_LAYOUT_SINGLE)
-        return ((khl_split_block_t *)(void *)b)->pairs;
-    return (char *)(b + 1) + b->n_buckets + b->pairs_pad;
+        return khl_split_of(b)->pairs;
+    if (nb > KHL_GROUP_WIDTH)
+        return khl_large_slots(b, nb);
+    return khl_slots_after((unsigned char *)(b + 1), nb, align);
+}
+
+/* Where a table of nb buckets' key array starts in soa slots. */
+static inline char *khl_soa_keys(char *slots, uint32_t nb, size_t val_size, size_t key_align)
+{
+    return slots + KHL_I_SOA_KEYS(nb, val_size, key_align);
+}
+
+/* Buckets a one-group table has, as a mask of its group: nb <= 16. */
+static inline uint32_t khl_small_mask(uint32_t nb)
+{
+    return (1u << nb) - 1u;
 }
 
 static inline uint32_t khl_live_mask(uint32_t nb)
 {
     return nb >= KHL_GROUP_WIDTH ? 0xffffu : (1u << nb) - 1u;
+}
+
+/* The counters a table of more than one group keeps in its extension; a
+ * one-group table's follow from its header. */
+static inline uint32_t khl_shift_of(const khl_block_t *b)
+{
+    return b->n_buckets > KHL_GROUP_WIDTH ? khl_ext(b)->shift : KHL_I_TAG_SHIFT;
+}
+
+static inline uint32_t khl_growth_left(const khl_block_t *b)
+{
+    return b->n_buckets > KHL_GROUP_WIDTH ? khl_ext(b)->growth_left : b->n_buckets - b->size;
 }
 
 static inline unsigned char khl_tag(uint64_t hash)
@@ -369,11 +463,14 @@ static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c
     khl_group_store(ctrl + base, khl_group_with(khl_group_load(ctrl + base), i - base, c));
 }
 
-/* Puts tag in free bucket j of the group at gp, whose control bytes are w. */
-static inline void khl_fill_in(khl_block_t *b, unsigned char *gp, khl_group_t w, uint32_t j,
-                               unsigned char tag)
+/* Puts tag in free bucket j of the group at gp, whose control bytes are w,
+ * in a table of nb buckets: an empty bucket uses up a larger table's growth
+ * (a one-group table's follows from its size). */
+static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
+                               uint32_t j, unsigned char tag)
 {
-    b->growth_left -= (khl_group_empty(w) >> j) & 1u;
+    if (nb > KHL_GROUP_WIDTH)
+        khl_ext(b)->growth_left -= (khl_group_empty(w) >> j) & 1u;
     khl_group_store(gp, khl_group_with(w, j, tag));
     b->size++;
 }
@@ -396,26 +493,24 @@ static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uin
  * invariants above).  No branch: whether the group holds an empty bucket is
  * data-dependent, and a mispredict here stalls the loads of the operations
  * that follow. */
-static inline void khl_erase_in(khl_block_t *b, unsigned char *gp, khl_group_t w, uint32_t j)
+static inline void khl_erase_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
+                                uint32_t j)
 {
-    uint32_t nb = b->n_buckets;
-    uint32_t empty = ((khl_group_empty(w) & khl_live_mask(nb)) | (nb <= KHL_GROUP_WIDTH)) != 0;
+    uint32_t empty = (khl_group_empty(w) != 0) | (nb <= KHL_GROUP_WIDTH);
     unsigned char c = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
     khl_group_store(gp, khl_group_with(w, j, c));
-    /* Only a one-group table takes the bucket back into growth_left (it has
-     * no tombstones to rehash away).  In a larger one that read-modify-write
-     * would depend on the group just loaded, chaining every deletion of a
-     * batch behind the previous one's cache miss; the next rebuild counts
-     * the bucket again instead (I2 is an upper bound there). */
-    if (nb <= KHL_GROUP_WIDTH)
-        b->growth_left++;
+    /* A larger table does not take the bucket back into growth_left: that
+     * read-modify-write would depend on the group just loaded, chaining every
+     * deletion of a batch behind the previous one's cache miss; the next
+     * rebuild counts the bucket again instead (I2 is an upper bound there).
+     * A one-group table's growth follows from its size. */
     b->size--;
 }
 
 static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
 {
     uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
-    khl_erase_in(b, ctrl + base, khl_group_load(ctrl + base), i - base);
+    khl_erase_in(b, b->n_buckets, ctrl + base, khl_group_load(ctrl + base), i - base);
 }
 
 /* The walk over occupied buckets, a group of 16 at a time, that khl_next,
@@ -460,13 +555,13 @@ static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uin
     return khl_walk_next(ctrl, nb, &base, &mask);
 }
 
-static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout)
+static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout, size_t align)
 {
     khl_regions_t r;
     r.ctrl = khl_ctrl_at(b, layout);
-    r.pairs = khl_pairs_at(b, layout);
+    r.pairs = khl_pairs_at(b, layout, align);
     r.n_buckets = b->n_buckets;
-    r.shift = b->shift;
+    r.shift = khl_shift_of(b);
     return r;
 }
 
@@ -497,7 +592,26 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_PAIR_0(name, khkey_t, khval_t)                                        \
     typedef struct khl_pairt_##name { khkey_t key; } khl_pairt_##name;
 
-/* The handle, the pair, and the inline accessors the public macros use. */
+/* Slot i's value, and copying or swapping it: a set has none (khl_val and
+ * khl_getp do not compile on one). */
+#define KHL_I_VALP_1(name, slots, nb, i)                                            \
+    ((void)(nb), khl_soa_##name ? (khl_valt_##name *)(void *)(slots) + (i)          \
+                                : &((khl_pairt_##name *)(void *)(slots))[i].val)
+#define KHL_I_VALP_0(name, slots, nb, i) ((void)(slots), (void)(nb), (void)(i), (khl_valt_##name *)NULL)
+#define KHL_I_VALCOPY_1(name, to, tnb, j, from, fnb, i)                             \
+    *khl_valp_##name(to, tnb, j) = *khl_valp_##name(from, fnb, i);
+#define KHL_I_VALCOPY_0(name, to, tnb, j, from, fnb, i) (void)(tnb); (void)(fnb);
+#define KHL_I_VALSWAP_1(name, s, nb, i, j)                                          \
+    {                                                                               \
+        khl_valt_##name tv_ = *khl_valp_##name(s, nb, i);                           \
+        *khl_valp_##name(s, nb, i) = *khl_valp_##name(s, nb, j);                    \
+        *khl_valp_##name(s, nb, j) = tv_;                                           \
+    }
+#define KHL_I_VALSWAP_0(name, s, nb, i, j) (void)(nb);
+
+/* The handle, the slots, and the inline accessors the public macros use.
+ * Slots are pairs, or (khl_soa_: a map whose pair would be padded) keys
+ * then values: chosen per type at compile time. */
 #define KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, alloc_t, alloc_m)        \
     KHL_STATIC_ASSERT((is_map) == 0 || (is_map) == 1, "is_map must be 0 or 1");     \
     typedef khkey_t khl_keyt_##name;                                                \
@@ -509,11 +623,70 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_block_t *b;                                                             \
         alloc_t alloc_m;                                                            \
     } khl_t_##name;                                                                 \
-    enum { khl_ismap_##name = (is_map), khl_layout_##name = (layout) };             \
-    static inline KHL_UNUSED khl_pairt_##name *khl_pairp_##name(const khl_t_##name *h, \
-                                                                khl_iter_t k)       \
+    enum { khl_ismap_##name = (is_map), khl_layout_##name = (layout),              \
+           khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) }; \
+    static inline KHL_UNUSED char *khl_slots_##name(khl_block_t *b)                 \
     {                                                                               \
-        return (khl_pairt_##name *)(void *)khl_pairs_at(h->b, khl_layout_##name) + k; \
+        return khl_pairs_at(b, khl_layout_##name, KHL_ALIGNOF(khl_pairt_##name));   \
+    }                                                                               \
+    /* The slots of a table of more than one group. */                              \
+    static inline KHL_UNUSED char *khl_largeslots_##name(khl_block_t *b, uint32_t nb) \
+    {                                                                               \
+        if (khl_layout_##name != KHL_LAYOUT_SINGLE)                                 \
+            return khl_split_of(b)->pairs;                                          \
+        return khl_large_slots(b, nb);                                              \
+    }                                                                               \
+    /* A one-group table's slots.  Its single block starts at b, aligned for */   \
+    /* max_align_t, so their offset follows from nb alone. */                       \
+    static inline KHL_UNUSED char *khl_smallslots_##name(khl_block_t *b, unsigned char *ctrl, \
+                                                         uint32_t nb)               \
+    {                                                                               \
+        if (khl_layout_##name != KHL_LAYOUT_SINGLE)                                 \
+            return khl_split_of(b)->pairs;                                          \
+        if (KHL_ALIGNOF(khl_pairt_##name) <= KHL_ALIGNOF(khl_max_align_t))          \
+            return (char *)b + KHL_I_ALIGN_UP(KHL_I_HEADER_BYTES + nb, KHL_ALIGNOF(khl_pairt_##name)); \
+        return khl_slots_after(ctrl, nb, KHL_ALIGNOF(khl_pairt_##name));            \
+    }                                                                               \
+    static inline KHL_UNUSED khkey_t *khl_keyp_##name(char *slots, uint32_t nb, uint32_t i) \
+    {                                                                               \
+        return khl_soa_##name                                                       \
+                   ? (khkey_t *)(void *)khl_soa_keys(slots, nb, sizeof(khval_t), KHL_ALIGNOF(khkey_t)) + i \
+                   : &((khl_pairt_##name *)(void *)slots)[i].key;                   \
+    }                                                                               \
+    static inline KHL_UNUSED khval_t *khl_valp_##name(char *slots, uint32_t nb, uint32_t i) \
+    {                                                                               \
+        return KHL_I_VALP_##is_map(name, slots, nb, i);                             \
+    }                                                                               \
+    static inline KHL_UNUSED void khl_slotcopy_##name(char *to, uint32_t tnb, uint32_t j, \
+                                                      char *from, uint32_t fnb, uint32_t i) \
+    {                                                                               \
+        if (khl_soa_##name) {                                                       \
+            *khl_keyp_##name(to, tnb, j) = *khl_keyp_##name(from, fnb, i);          \
+            KHL_I_VALCOPY_##is_map(name, to, tnb, j, from, fnb, i)                  \
+        } else {                                                                    \
+            ((khl_pairt_##name *)(void *)to)[j] = ((khl_pairt_##name *)(void *)from)[i]; \
+        }                                                                           \
+    }                                                                               \
+    static inline KHL_UNUSED void khl_slotswap_##name(char *s, uint32_t nb, uint32_t i, uint32_t j) \
+    {                                                                               \
+        if (khl_soa_##name) {                                                       \
+            khkey_t tk_ = *khl_keyp_##name(s, nb, i);                               \
+            *khl_keyp_##name(s, nb, i) = *khl_keyp_##name(s, nb, j);                \
+            *khl_keyp_##name(s, nb, j) = tk_;                                       \
+            KHL_I_VALSWAP_##is_map(name, s, nb, i, j)                               \
+        } else {                                                                    \
+            khl_pairt_##name tp_ = ((khl_pairt_##name *)(void *)s)[i];              \
+            ((khl_pairt_##name *)(void *)s)[i] = ((khl_pairt_##name *)(void *)s)[j]; \
+            ((khl_pairt_##name *)(void *)s)[j] = tp_;                               \
+        }                                                                           \
+    }                                                                               \
+    static inline KHL_UNUSED khkey_t *khl_keyat_##name(const khl_t_##name *h, khl_iter_t k) \
+    {                                                                               \
+        return khl_keyp_##name(khl_slots_##name(h->b), h->b->n_buckets, k);         \
+    }                                                                               \
+    static inline KHL_UNUSED khval_t *khl_valat_##name(const khl_t_##name *h, khl_iter_t k) \
+    {                                                                               \
+        return khl_valp_##name(khl_slots_##name(h->b), h->b->n_buckets, k);         \
     }                                                                               \
     static inline KHL_UNUSED int khl_exist_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
@@ -542,6 +715,7 @@ template <bool IsMap> constexpr int khl_require_map()
     size_t khl_blocksize_##name(const khl_t_##name *h);                             \
     int khl_check_##name(const khl_t_##name *h);                                    \
     khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key);          \
+    khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key);   \
     khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret);      \
     void khl_del_##name(khl_t_##name *h, khl_iter_t k);                             \
     int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key);
@@ -551,50 +725,104 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_HOOK_FN khl_allocator_of(h->a)->fn
 #define KHL_I_HOOK_UD khl_allocator_of(h->a)->ud
 
-/* The walk shared by get, put and delkey: runs FOUND with i = the bucket
- * holding `key`, or leaves the loop at the first group with an empty bucket
- * (or after the last group).  ON_GROUP(w) runs for each group visited. */
-#define KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs, ON_GROUP, FOUND)             \
+/* The lookup of a one-group table (nb <= 16): one group match, no walk.
+ * Declares ctrl_, w_ (its control bytes) and slots_; runs FOUND with i =
+ * the bucket holding key, or falls through. */
+#define KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, FOUND)                   \
+    unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                       \
+    khl_group_t w_ = khl_group_load(ctrl_);                                         \
+    char *slots_ = khl_smallslots_##name(b, ctrl_, nb);                             \
+    {                                                                               \
+        uint32_t m_ = khl_group_match(w_, khl_tag(hash)) & khl_small_mask(nb);      \
+        while (m_) {                                                                \
+            uint32_t i = khl_mask_lowest(m_);                                       \
+            if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots_, nb, i), (key)))) { FOUND } \
+            m_ &= m_ - 1u;                                                          \
+        }                                                                           \
+    }
+
+/* Tables of at most this many buckets are found by scanning their keys,
+ * occupied buckets only, from the highest (where puts begin): no hash, no
+ * group match.  At most 4 calls of eq_fn, about what hashing the key costs
+ * where eq_fn is dear (strcmp against XXH3), and far less where it is cheap
+ * (an interpreter's symbol keys). */
+#define KHL_SCAN_BUCKETS 4u
+
+/* The scan of a table of at most KHL_SCAN_BUCKETS buckets, from the highest
+ * bucket down, a control byte at a time (a byte load forwards from the byte
+ * store of the put before it; a wider one would wait).  Runs FOUND with i =
+ * the bucket holding key, slots_ its slots and sctrl_ its control bytes,
+ * or EMPTY for each empty bucket i, then falls through. */
+#define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
+    unsigned char *sctrl_ = khl_ctrl_at(b, khl_layout_##name);                      \
+    char *slots_ = khl_smallslots_##name(b, sctrl_, nb);                            \
+    {                                                                               \
+        uint32_t i = nb - 1u;                                                       \
+        for (;; --i) {                                                              \
+            if (sctrl_[i] < KHL_CTRL_EMPTY) {                                       \
+                if (eq_fn(*khl_keyp_##name(slots_, nb, i), (key))) { FOUND }        \
+            } else {                                                                \
+                EMPTY                                                               \
+            }                                                                       \
+            if (!i)                                                                 \
+                break;                                                              \
+        }                                                                           \
+    }
+
+/* The walk of a table of more than one group, shared by get, put and
+ * delkey: runs FOUND with i = the bucket holding `key`, or leaves the loop
+ * at the first group with an empty bucket (or after the last group).
+ * ON_GROUP runs for each group visited. */
+#define KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots, ON_GROUP, FOUND)         \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
-        uint32_t nb_ = (b)->n_buckets, live_ = khl_live_mask(nb_);                  \
         unsigned char tag_ = khl_tag(hash);                                         \
-        khl_probe_t p_ = khl_probe_start(hash, (b)->shift, nb_);                    \
+        khl_probe_t p_ = khl_probe_start(hash, khl_ext(b)->shift, nb);              \
         do {                                                                        \
             khl_group_t w_ = khl_group_load(ctrl_ + khl_probe_base(&p_));           \
-            uint32_t m_ = khl_group_match(w_, tag_) & live_;                        \
+            uint32_t m_ = khl_group_match(w_, tag_);                                \
             while (m_) {                                                            \
                 uint32_t i = khl_probe_base(&p_) + khl_mask_lowest(m_);            \
-                if (KHL_LIKELY(eq_fn((pairs)[i].key, (key)))) { FOUND }             \
+                if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND } \
                 m_ &= m_ - 1u;                                                      \
             }                                                                       \
             ON_GROUP                                                                \
-            if (khl_group_empty(w_) & live_)                                        \
+            if (khl_group_empty(w_))                                                \
                 break;                                                              \
         } while (khl_probe_next(&p_));                                              \
     }
 
-/* The lookup of get and delkey: runs FOUND for the bucket i holding key, or
- * falls through.  PRE runs first when the table has a block. */
-#define KHL_I_FIND(name, hash_fn, eq_fn, h, key, PRE, FOUND)                        \
+/* The lookup of get, getp and delkey: the one-group path inline, running
+ * SMALL_FOUND for the bucket i holding key; LARGE for a larger table (a
+ * call: its probe loop would otherwise make every caller save registers
+ * that the one-group path never needs).  Falls through when absent, with
+ * b_ the block and nb_ its bucket count (0 without a block).  One
+ * predictable branch chooses the path. */
+#define KHL_I_FIND(name, hash_fn, eq_fn, h, key, SMALL_FOUND, LARGE)                \
     khl_block_t *b_ = (h)->b;                                                       \
+    uint32_t nb_ = 0;                                                               \
     if (b_) {                                                                       \
-        uint64_t hash_ = (uint64_t)(hash_fn(key));                                  \
-        const khl_pairt_##name *pairs_ =                                            \
-            (const khl_pairt_##name *)(const void *)khl_pairs_at(b_, khl_layout_##name); \
-        PRE                                                                         \
-        KHL_I_LOOKUP(name, eq_fn, b_, hash_, key, pairs_, , FOUND)                  \
+        nb_ = b_->n_buckets;                                                        \
+        if (KHL_UNLIKELY(nb_ > KHL_GROUP_WIDTH)) {                                  \
+            uint64_t hash_ = (uint64_t)(hash_fn(key));                              \
+            LARGE                                                                   \
+        } else if (nb_ <= KHL_SCAN_BUCKETS) {                                       \
+            KHL_I_SCAN(name, eq_fn, b_, nb_, key, SMALL_FOUND, )                    \
+        } else {                                                                    \
+            uint64_t hash_ = (uint64_t)(hash_fn(key));                              \
+            KHL_I_SMALL_LOOKUP(name, eq_fn, b_, nb_, hash_, key, SMALL_FOUND)       \
+        }                                                                           \
     }
 
-/* Starts the line of the home group's first pair while the control group
+/* Starts the line of the home group's first key while the control group
  * arrives: a hit, an erase and a put usually need that line (the key they
  * find, or the bucket they fill), and would otherwise wait for the group
  * before asking for it.  Measured at 1M keys: hits -20%; an absent key pays
  * a fetch it does not need, misses +0-15%. */
-#define KHL_I_PREFETCH_HOME(b, hash, pairs)                                         \
+#define KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                               \
     {                                                                               \
-        khl_probe_t home_ = khl_probe_start(hash, (b)->shift, (b)->n_buckets);      \
-        KHL_PREFETCH(&(pairs)[khl_probe_base(&home_)]);                             \
+        khl_probe_t home_ = khl_probe_start(hash, khl_ext(b)->shift, nb);           \
+        KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_base(&home_)));           \
     }
 
 /* The operations.  SCOPE is "static inline KHL_UNUSED" or empty (DEFINE);
@@ -603,22 +831,20 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD)    \
     KHL_STATIC_ASSERT(KHL_MAX_LOAD_E4 >= 2500 && KHL_MAX_LOAD_E4 <= 9375,           \
                       "KHL_MAX_LOAD must be a decimal constant from 0.25 to 0.9375"); \
-    static KHL_UNUSED uint64_t khl_hashpair_##name(const void *p)                   \
+    static KHL_UNUSED uint64_t khl_hashkey_##name(const void *k)                    \
     {                                                                               \
-        return (uint64_t)(hash_fn(((const khl_pairt_##name *)p)->key));             \
+        return (uint64_t)(hash_fn(*(const khl_keyt_##name *)k));                    \
     }                                                                               \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
-        const khl_pairt_##name *fp = (const khl_pairt_##name *)(const void *)from->pairs; \
-        khl_pairt_##name *tp = (khl_pairt_##name *)(void *)to->pairs;               \
         uint32_t nb = from->n_buckets, base, mask, i;                               \
         khl_walk_from(from->ctrl, nb, 0, &base, &mask);                             \
         for (i = khl_walk_next(from->ctrl, nb, &base, &mask); i < nb;               \
              i = khl_walk_next(from->ctrl, nb, &base, &mask)) {                     \
-            uint64_t hash = (uint64_t)(hash_fn(fp[i].key));                         \
+            uint64_t hash = (uint64_t)(hash_fn(*khl_keyp_##name(from->pairs, nb, i))); \
             uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
             khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
-            tp[j] = fp[i];                                                          \
+            khl_slotcopy_##name(to->pairs, to->n_buckets, j, from->pairs, nb, i);   \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way): every key to place is marked deleted; each */   \
@@ -626,36 +852,35 @@ template <bool IsMap> constexpr int khl_require_map()
     /* group; a marked key found there swaps in and is placed next. */             \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
-        khl_pairt_##name *pairs = (khl_pairt_##name *)(void *)r->pairs;             \
-        uint32_t i;                                                                 \
+        uint32_t i, nb = r->n_buckets;                                              \
         for (i = 0; i < n_placed; ++i)                                              \
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
         for (i = 0; i < n_placed; ++i) {                                            \
             while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
-                uint64_t hash = (uint64_t)(hash_fn(pairs[i].key));                  \
-                uint32_t j = khl_find_free(r->ctrl, r->n_buckets, r->shift, hash);  \
+                uint64_t hash = (uint64_t)(hash_fn(*khl_keyp_##name(r->pairs, nb, i))); \
+                uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash);            \
                 if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
                     khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
                 } else if (r->ctrl[j] == KHL_CTRL_EMPTY) {                          \
                     khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
                     khl_ctrl_set(r->ctrl, i, KHL_CTRL_EMPTY);                       \
-                    pairs[j] = pairs[i];                                            \
+                    khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);          \
                 } else {                                                            \
-                    khl_pairt_##name tmp = pairs[j];                                \
                     khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
-                    pairs[j] = pairs[i];                                            \
-                    pairs[i] = tmp;                                                 \
+                    khl_slotswap_##name(r->pairs, nb, i, j);                        \
                 }                                                                   \
             }                                                                       \
         }                                                                           \
     }                                                                               \
     static const khl_type_t khl_type_##name KHL_UNUSED = {                          \
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
+        sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
+        khl_soa_##name,                                                             \
         (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000),                                \
-        KHL_I_FIRST_BUCKETS(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name)), \
+        KHL_I_FIRST_BUCKETS(name),                                                  \
         khl_layout_##name,                                                          \
-        khl_move_##name, khl_rehash_##name, khl_hashpair_##name,                    \
-        KHL_I_FIRST_BYTES(sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name))};  \
+        khl_move_##name, khl_rehash_##name, khl_hashkey_##name,                     \
+        KHL_I_SMALL_BYTES(KHL_I_FIRST_BUCKETS(name), name)};                        \
     SCOPE void khl_init_##name(khl_t_##name *h, alloc_t alloc_m)                    \
     {                                                                               \
         h->b = NULL;                                                                \
@@ -666,7 +891,7 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_mem_t m_;                                                               \
         if (khl_layout_##name == KHL_LAYOUT_SINGLE) {                               \
             if (h->b)                                                               \
-                FN(UD, h->b, khl_single_bytes(h->b, &khl_type_##name), 0);          \
+                FN(UD, khl_single_base(h->b), khl_single_bytes(h->b, &khl_type_##name), 0); \
         } else {                                                                    \
             khl_table_regions(&m_, h->b, &khl_type_##name);                         \
             khl_free_regions(&m_, khl_layout_##name, FN, UD);                       \
@@ -711,19 +936,53 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         return khl_table_check(h->b, &khl_type_##name);                             \
     }                                                                               \
+    /* The larger tables' lookup and deletion: the bucket holding key, or nb. */  \
+    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_findlarge_##name(                 \
+        khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
+    {                                                                               \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
+        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, , return i;)            \
+        return nb;                                                                  \
+    }                                                                               \
+    static KHL_NOINLINE KHL_UNUSED khl_valt_##name *khl_getplarge_##name(           \
+        khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
+    {                                                                               \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
+        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
+                     return khl_valp_##name(slots_, nb, i);)                        \
+        return NULL;                                                                \
+    }                                                                               \
+    static KHL_NOINLINE KHL_UNUSED int khl_dellarge_##name(                         \
+        khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
+    {                                                                               \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
+        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
+                     khl_erase_in(b, nb, ctrl_ + khl_probe_base(&p_), w_,           \
+                                  i - khl_probe_base(&p_));                         \
+                     return 1;)                                                     \
+        return 0;                                                                   \
+    }                                                                               \
     HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
     {                                                                               \
+        KHL_I_FIND(name, hash_fn, eq_fn, h, key, return i;,                         \
+                   return khl_findlarge_##name(b_, nb_, hash_, key);)               \
+        return nb_;                                                                 \
+    }                                                                               \
+    HOT khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key) \
+    {                                                                               \
         KHL_I_FIND(name, hash_fn, eq_fn, h, key,                                    \
-                   KHL_I_PREFETCH_HOME(b_, hash_, pairs_), return i;)               \
-        return khl_nbuckets_##name(h);                                              \
+                   return khl_valp_##name(slots_, nb_, i);,                         \
+                   return khl_getplarge_##name(b_, nb_, hash_, key);)               \
+        return NULL;                                                                \
     }                                                                               \
     HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
     {                                                                               \
         KHL_I_FIND(name, hash_fn, eq_fn, h, key,                                    \
-                   KHL_I_PREFETCH_HOME(b_, hash_, pairs_),                          \
-                   khl_erase_in(b_, ctrl_ + khl_probe_base(&p_), w_,                \
-                                i - khl_probe_base(&p_));                           \
-                   return 1;)                                                       \
+                   khl_erase_at(b_, khl_ctrl_at(b_, khl_layout_##name), i); return 1;, \
+                   return khl_dellarge_##name(b_, nb_, hash_, key);)                \
         return 0;                                                                   \
     }                                                                               \
     /* The rare part of a put, kept out of line: no block yet, or no bucket */     \
@@ -733,51 +992,48 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         khl_block_t *b;                                                             \
         unsigned char *ctrl;                                                        \
-        uint32_t slot, base;                                                        \
+        uint32_t slot, base, nb;                                                    \
         khl_plan_t p_;                                                              \
-        int failed_;                                                                \
         if (khl_layout_##name == KHL_LAYOUT_SINGLE && !h->b) {                      \
-            /* The first block: a constant size, laid out inline. */               \
+            /* The first block: a constant size, laid out inline with the key. */  \
             void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);              \
-            failed_ = !mem_;                                                        \
-            if (mem_)                                                               \
-                h->b = khl_first_block(mem_, &khl_type_##name);                     \
-        } else {                                                                    \
-            int planned_ = khl_table_grow_plan(h->b, &khl_type_##name, &p_);        \
-            failed_ = khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,   \
-                                    khl_layout_##name, FN, UD) < 0;                 \
+            if (!mem_) {                                                            \
+                *ret = -1;                                                          \
+                return 0;                                                           \
+            }                                                                       \
+            h->b = b = khl_first_block(mem_, &khl_type_##name, khl_tag(hash));      \
+            slot = khl_type_##name.first_buckets - 1u;                              \
+            *khl_keyp_##name(khl_smallslots_##name(b, (unsigned char *)(b + 1), slot + 1u), slot + 1u, slot) = key; \
+            *ret = 1;                                                               \
+            return slot;                                                            \
         }                                                                           \
-        if (failed_) {                                                              \
+        if (khl_carry_out(khl_table_grow_plan(h->b, &khl_type_##name, &p_), &p_, &h->b, h->b, \
+                          &khl_type_##name, khl_layout_##name, FN, UD) < 0) {       \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
         }                                                                           \
         b = h->b;                                                                   \
+        nb = b->n_buckets;                                                          \
         ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
-        slot = khl_find_free(ctrl, b->n_buckets, b->shift, hash);                   \
+        slot = khl_find_free(ctrl, nb, khl_shift_of(b), hash);                      \
         base = slot & ~(KHL_GROUP_WIDTH - 1u);                                      \
-        khl_fill_in(b, ctrl + base, khl_group_load(ctrl + base), slot - base, khl_tag(hash)); \
-        ((khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name))[slot].key = key; \
+        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), slot - base, khl_tag(hash)); \
+        *khl_keyp_##name(khl_slots_##name(b), nb, slot) = key;                      \
         *ret = 1;                                                                   \
         return slot;                                                                \
     }                                                                               \
-    HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
+    /* A put into a table of more than one group. */                               \
+    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putlarge_##name(                  \
+        khl_t_##name *h, khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key, int *ret) \
     {                                                                               \
-        khl_block_t *b = h->b;                                                      \
-        khl_pairt_##name *pairs;                                                    \
-        uint64_t hash = (uint64_t)(hash_fn(key));                                   \
+        char *slots = khl_largeslots_##name(b, nb);                                 \
         uint32_t base = UINT32_MAX, j = 0;                                          \
         khl_group_t slot_w;                                                         \
-        int dummy;                                                                  \
-        if (!ret)                                                                   \
-            ret = &dummy;                                                           \
-        if (KHL_UNLIKELY(b == NULL))                                                \
-            return khl_putslow_##name(h, hash, key, ret);                           \
-        pairs = (khl_pairt_##name *)(void *)khl_pairs_at(b, khl_layout_##name);     \
-        KHL_I_PREFETCH_HOME(b, hash, pairs);                                        \
+        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
         /* The first free bucket of the walk: its group, index, control bytes. */  \
-        KHL_I_LOOKUP(name, eq_fn, b, hash, key, pairs,                              \
+        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots,                          \
                      if (base == UINT32_MAX) {                                      \
-                         uint32_t f_ = khl_group_free(w_) & live_;                  \
+                         uint32_t f_ = khl_group_free(w_);                          \
                          if (f_) {                                                  \
                              base = khl_probe_base(&p_);                            \
                              j = khl_mask_highest(f_);                              \
@@ -787,12 +1043,54 @@ template <bool IsMap> constexpr int khl_require_map()
                      *ret = 0; return i;)                                           \
         /* An empty bucket uses up capacity; a tombstone does not. */              \
         if (KHL_UNLIKELY(base == UINT32_MAX ||                                      \
-                         (!b->growth_left && ((khl_group_empty(slot_w) >> j) & 1u)))) \
+                         (!khl_ext(b)->growth_left && ((khl_group_empty(slot_w) >> j) & 1u)))) \
             return khl_putslow_##name(h, hash, key, ret);                           \
-        khl_fill_in(b, khl_ctrl_at(b, khl_layout_##name) + base, slot_w, j, khl_tag(hash)); \
-        pairs[base + j].key = key;                                                  \
+        khl_fill_in(b, nb, khl_ctrl_at(b, khl_layout_##name) + base, slot_w, j, khl_tag(hash)); \
+        *khl_keyp_##name(slots, nb, base + j) = key;                                \
         *ret = 1;                                                                   \
         return base + j;                                                            \
+    }                                                                               \
+    HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
+    {                                                                               \
+        khl_block_t *b = h->b;                                                      \
+        uint64_t hash = (uint64_t)(hash_fn(key));                                   \
+        uint32_t nb, f_, j;                                                         \
+        int dummy;                                                                  \
+        if (!ret)                                                                   \
+            ret = &dummy;                                                           \
+        if (KHL_UNLIKELY(b == NULL))                                                \
+            return khl_putslow_##name(h, hash, key, ret);                           \
+        nb = b->n_buckets;                                                          \
+        if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
+            return khl_putlarge_##name(h, b, nb, hash, key, ret);                   \
+        if (nb <= KHL_SCAN_BUCKETS) {                                               \
+            /* No tombstones here (I4): a bucket not full is empty.  j: the */     \
+            /* highest; a byte store, which the next scan's loads forward. */      \
+            j = UINT32_MAX;                                                         \
+            KHL_I_SCAN(name, eq_fn, b, nb, key, *ret = 0; return i;,                \
+                       if (j == UINT32_MAX) j = i;)                                 \
+            if (KHL_UNLIKELY(j == UINT32_MAX))                                      \
+                return khl_putslow_##name(h, hash, key, ret);                       \
+            sctrl_[j] = khl_tag(hash);                                              \
+            b->size++;                                                              \
+            *khl_keyp_##name(slots_, nb, j) = key;                                  \
+            *ret = 1;                                                               \
+            return j;                                                               \
+        }                                                                           \
+        {                                                                           \
+            /* No tombstones here (I4): a free bucket is an empty one, and the */   \
+            /* table may fill.  The highest: see the block's description. */       \
+            KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
+            f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
+            if (KHL_UNLIKELY(!f_))                                                  \
+                return khl_putslow_##name(h, hash, key, ret);                       \
+            j = khl_mask_highest(f_);                                               \
+            khl_group_store(ctrl_, khl_group_with(w_, j, khl_tag(hash)));           \
+            b->size++;                                                              \
+            *khl_keyp_##name(slots_, nb, j) = key;                                  \
+            *ret = 1;                                                               \
+            return j;                                                               \
+        }                                                                           \
     }                                                                               \
     HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
     {                                                                               \
