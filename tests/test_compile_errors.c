@@ -1,5 +1,5 @@
 /* test_compile_errors.c: mistakes the type system can catch must not compile,
- * with a message that says why: khl_val and the key+value walk on a set,
+ * with a message that says why: khl_val, khl_getp and the key+value walk on a set,
  * and a KHL_MAX_LOAD outside 0.25..0.9375 (0 or NaN made a table that held
  * one key, 1.0 made misses walk every group).  Each case runs the compiler
  * (C11 and C++20) on a file of tests/compile_fail/; a control file that must
@@ -53,6 +53,7 @@ Test(compile_errors, a_set_has_keys_only, .timeout = 120)
 {
     must_compile("set_keys.c", "");
     must_fail("set_val.c", "", "this table is a set");
+    must_fail("set_getp.c", "", "this table is a set");
     must_fail("set_foreach.c", "", "this table is a set");
 }
 

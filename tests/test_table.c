@@ -21,6 +21,19 @@ static uint64_t wide_hash(wide_t w) { return khl_hash_bytes(&w.x, sizeof(double)
 #define wide_eq(a, b) ((a).x == (b).x)
 KHL_INIT(mwide, wide_t, char, 1, wide_hash, wide_eq)
 
+/* Keys whose comparison says which keys it was given: a lookup must compare
+ * only keys the table holds (a deleted or never-filled bucket's bytes are
+ * not a key: for strings they would be a dangling pointer). */
+#define DEAD_KEY 0xDEADu
+static unsigned eq_calls, eq_dead;
+static int counted_eq(uint32_t a, uint32_t b)
+{
+    eq_calls++;
+    eq_dead += a == DEAD_KEY || a == 0xFFFFFFFFu;
+    return a == b;
+}
+KHL_INIT(mcount, uint32_t, uint64_t, 1, khl_hash_u32, counted_eq)
+
 Test(table, zero_initialised_handle_is_an_empty_table)
 {
     khl_t(m32) h;
@@ -485,4 +498,81 @@ Test(table, names_that_shadow_library_names)
                      + khl_size(hash_u32, &d) + khl_size(seed, &e), 5);
     khl_destroy(iter, &a); khl_destroy(pool, &b); khl_destroy(allocator, &c);
     khl_destroy(hash_u32, &d); khl_destroy(seed, &e);
+}
+
+Test(table, getp_points_at_the_value_or_is_null)
+{
+    TEST_TABLE(m32, h, t);
+    cr_assert_null(khl_getp(m32, &h, 1), "an empty table has no block");
+    /* 1, 3, 8, 40 keys: a scanned table, a one-group table, a larger one. */
+    for (uint32_t n = 1; n <= 40; ++n) {
+        int ret;
+        khl_val(m32, &h, khl_put(m32, &h, n * 0x9E3779B9u, &ret)) = n;
+        for (uint32_t i = 1; i <= n; ++i) {
+            uint64_t *v = khl_getp(m32, &h, i * 0x9E3779B9u);
+            cr_assert_not_null(v, "key %u of %u", i, n);
+            cr_assert_eq(*v, i);
+            cr_assert_eq(v, &khl_val(m32, &h, khl_get(m32, &h, i * 0x9E3779B9u)));
+        }
+        cr_assert_null(khl_getp(m32, &h, 0), "absent in a table of %u", n);
+    }
+    *khl_getp(m32, &h, 7 * 0x9E3779B9u) = 700;
+    cr_assert_eq(khl_val(m32, &h, khl_get(m32, &h, 7 * 0x9E3779B9u)), 700, "a write through it lands");
+    khl_destroy(m32, &h);
+    test_alloc_fini(&t);
+}
+
+Test(table, lookups_compare_only_keys_the_table_holds)
+{
+    /* 1..16 buckets: the scan (up to 4) and the group match; every bucket
+     * that held DEAD_KEY was deleted. */
+    for (uint32_t n = 1; n <= 12; ++n) {
+        khl_t(mcount) h;
+        khl_init(mcount, &h, NULL);
+        khl_put(mcount, &h, DEAD_KEY, NULL);
+        for (uint32_t i = 1; i < n; ++i)
+            khl_put(mcount, &h, i, NULL);
+        cr_assert_eq(khl_del_key(mcount, &h, DEAD_KEY), 1);
+        eq_calls = eq_dead = 0;
+        for (uint32_t i = 0; i <= n + 4; ++i) {
+            khl_get(mcount, &h, i);
+            khl_getp(mcount, &h, i);
+            khl_put(mcount, &h, i + 100, NULL);
+            khl_del_key(mcount, &h, i + 100);
+        }
+        cr_assert_gt(eq_calls, 0);
+        cr_assert_eq(eq_dead, 0, "%u of %u comparisons were with a deleted or empty bucket (n = %u)",
+                     eq_dead, eq_calls, n);
+        khl_destroy(mcount, &h);
+    }
+}
+
+/* Worked out by hand: maps whose pair would be padded keep values then
+ * keys, each array aligned for its type, and cost what their pairs without
+ * padding would; the others keep pairs. */
+Test(table, padded_pairs_are_split_into_values_and_keys)
+{
+    TEST_TABLE(m32, h, t);          /* uint32_t -> uint64_t: pair of 16, 12 without padding */
+    for (uint32_t i = 0; i < 3000; ++i) {
+        khl_val(m32, &h, khl_put(m32, &h, i, NULL)) = (uint64_t)i << 32 | i;
+        if (i == 7)
+            cr_assert_eq(khl_block_size(m32, &h), 8 + 8 + 8 * 8 + 8 * 4, "8 buckets: 112 B");
+    }
+    for (uint32_t i = 0; i < 3000; i += 3)
+        cr_assert_eq(khl_del_key(m32, &h, i), 1);
+    for (uint32_t i = 0; i < 3000; ++i) {
+        khl_iter_t k = khl_get(m32, &h, i);
+        if (i % 3 == 0) {
+            cr_assert_eq(k, khl_end(m32, &h));
+            continue;
+        }
+        cr_assert_eq(khl_key(m32, &h, k), i);
+        cr_assert_eq(khl_val(m32, &h, k), (uint64_t)i << 32 | i);
+        cr_assert_eq((uintptr_t)&khl_val(m32, &h, k) % _Alignof(uint64_t), 0);
+        cr_assert_eq((char *)&khl_key(m32, &h, k) - (char *)&khl_val(m32, &h, 0),
+                     (ptrdiff_t)(8 * khl_n_buckets(m32, &h) + 4 * k), "values first, then keys");
+    }
+    cr_assert_eq(khl_check(m32, &h), 0);
+    khl_destroy(m32, &h);
+    test_alloc_fini(&t);
 }
