@@ -5,8 +5,8 @@
  * table again, and the 65th key walked a full table forever.
  *
  * KHL_MAX_LOAD is read where a type is declared, so each type below is
- * declared after its own definition.  The spellings here are the ones 0.2.0
- * accepted, so the test also builds (and fails) on the code before the fix;
+ * declared after its own definition.  The spellings here are plain
+ * decimals, which the code before the fix accepted too (it hung there);
  * test_compile_errors.c checks the other spellings. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
