@@ -29,8 +29,8 @@ BENCH_CXXFLAGS = -std=c++17 $(BENCH_OPT) -g -Wall -Wextra -I. -Ibench
 # The programs that compare tables (peers, large) build every table as its
 # users build a release, with the flags of Jackson Allan's benchmark: at -O2
 # without NDEBUG, absl's and boost's debug assertions ran in every operation
-# (absl's u32 insert took 2.9x khashlite's time at 200k keys; 1.4x without
-# them).  khashlite's and khash's code is inline in the program's file.
+# (absl's u32 insert took 2.9x khashlite's time at 200k keys; 1.4x built
+# so).  khashlite's and khash's code is inline in the program's file.
 TABLE_BENCH_OBJ = $(addprefix $(BUILD)/bench/obj/,programs/peers.o programs/large.o \
                     programs/large_lf77.o peers/flat.o peers/mruby.o peers/adapter.o)
 $(TABLE_BENCH_OBJ): BENCH_OPT = -O3 -DNDEBUG

@@ -789,7 +789,8 @@ static void v2_peers(FILE *o)
                "inserts reuse pages an earlier fill touched, for every table alike, where they "
                "used to fault in fresh pages or not depending on the table that ran before. "
                "The faults an insert took are in results.csv (BLUEPRINT_insert_faults, per "
-               "fill): none at 200k; at 2M the first repetition pays them.\n\n"
+               "fill): at most 1 a fill at 200k; at 2M, with no warmup, the first repetition "
+               "pays them.\n\n"
                "| blueprint | N | op | khashlite | boost | absl | khash | khashlite / best other |\n"
                "|---|---|---|---|---|---|---|---|\n");
     for (int b = 0; b < 3; ++b)
