@@ -89,10 +89,11 @@ extern "C" {
 
 /* Maximum fraction of a table's buckets that may be occupied (live keys and
  * deleted buckets) before a put rebuilds it, for tables of more than one
- * group of 16 (one-group tables may fill).  A decimal constant from 0.25 to
- * 0.9375, defined before the first KHL_INIT of a type; anything else is a
- * compile-time error.  0.875 halves the memory of a table just below a
- * power of two; lower it where absent-key lookups dominate. */
+ * group of 16 (one-group tables may fill).  A constant from 0.25 to 0.9375
+ * in any spelling (0.5, .5, 5e-1, 0.5f, (0.5)), defined before the first
+ * KHL_INIT of a type; anything else is a compile-time error.  0.875 halves
+ * the memory of a table just below a power of two; lower it where absent-key
+ * lookups dominate. */
 #ifndef KHL_MAX_LOAD
 #define KHL_MAX_LOAD 0.875
 #endif

@@ -335,7 +335,13 @@ int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
     }
     if (nb >= KHL_MAX_BUCKETS)
         return -1;
-    return plan_regions(p, b, nb >= GROUP && nb < 128 ? nb * 4 : nb * 2, t);
+    /* A full group holds 16 keys, but 64 buckets hold fewer than 17 below a
+     * KHL_MAX_LOAD of 17/64: the growth doubles on until the put that asked
+     * for it fits, or growth_left would wrap and the table never grow again. */
+    for (nb = nb >= GROUP && nb < 128 ? nb * 4 : nb * 2; capacity(nb, t) <= b->size; nb *= 2)
+        if (nb >= KHL_MAX_BUCKETS)
+            return -1;
+    return plan_regions(p, b, nb, t);
 }
 
 /* A table that holds up to n keys with 1/16 of its buckets to spare never

@@ -99,14 +99,30 @@ typedef union khl_max_align {
     void (*fp)(void);
 } khl_max_align_t;
 
-#define KHL_CAT_(a, b) a##b
-#define KHL_CAT(a, b) KHL_CAT_(a, b)
-
-/* KHL_MAX_LOAD scaled by 10^4 as an integer constant expression: the
- * constant is pasted with an exponent, so a cast of one floating literal
- * is all the compiler sees (C11 6.6p6).  Anything but a decimal literal
- * fails to paste or to convert, which is the compile-time error wanted. */
-#define KHL_MAX_LOAD_E4 ((int)KHL_CAT(KHL_MAX_LOAD, e4))
+/* KHL_MAX_LOAD's range check.  Any spelling of a floating (or integer)
+ * constant may be compared in a constant expression: 0.5, .5, 5e-1, 0.5f,
+ * (0.5).  C++ takes the comparison in a static_assert.  C11 does not (6.6p6:
+ * an integer constant expression takes a floating constant only as the
+ * operand of a cast), so with gcc and clang the comparison is folded into an
+ * enumerator, their pedantic warning for the folding silenced, and asserted
+ * from there; another C compiler divides the type's max_load by it, and a
+ * division by zero makes that initializer not constant. */
+#define KHL_I_MAX_LOAD_OK ((KHL_MAX_LOAD) >= 0.25 && (KHL_MAX_LOAD) <= 0.9375)
+#define KHL_I_MAX_LOAD_MSG "KHL_MAX_LOAD must be a constant from 0.25 to 0.9375"
+#if defined(__cplusplus)
+#define KHL_I_MAX_LOAD_CHECK(name) static_assert(KHL_I_MAX_LOAD_OK, KHL_I_MAX_LOAD_MSG);
+#define KHL_I_MAX_LOAD_DIVISOR 1
+#elif defined(__GNUC__) || defined(__clang__)
+#define KHL_I_MAX_LOAD_CHECK(name)                                                  \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"")  \
+    enum { khl_max_load_ok_##name = KHL_I_MAX_LOAD_OK };                            \
+    _Pragma("GCC diagnostic pop")                                                   \
+    _Static_assert(khl_max_load_ok_##name, KHL_I_MAX_LOAD_MSG);
+#define KHL_I_MAX_LOAD_DIVISOR 1
+#else
+#define KHL_I_MAX_LOAD_CHECK(name)
+#define KHL_I_MAX_LOAD_DIVISOR (KHL_I_MAX_LOAD_OK)
+#endif
 
 /* Layouts: one block, or (benchmarks only, to measure what the one block
  * gains) the header apart from [ctrl|pairs] (mruby since 2013), or header,
@@ -829,8 +845,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * HOT, for get, put and the deletions, adds always_inline to the former:
  * their fast paths are a few dozen instructions, and a call costs as much. */
 #define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD)    \
-    KHL_STATIC_ASSERT(KHL_MAX_LOAD_E4 >= 2500 && KHL_MAX_LOAD_E4 <= 9375,           \
-                      "KHL_MAX_LOAD must be a decimal constant from 0.25 to 0.9375"); \
+    KHL_I_MAX_LOAD_CHECK(name)                                                      \
     static KHL_UNUSED uint64_t khl_hashkey_##name(const void *k)                    \
     {                                                                               \
         return (uint64_t)(hash_fn(*(const khl_keyt_##name *)k));                    \
@@ -876,7 +891,7 @@ template <bool IsMap> constexpr int khl_require_map()
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
         khl_soa_##name,                                                             \
-        (uint32_t)(KHL_MAX_LOAD_E4 * 65536 / 10000),                                \
+        (uint32_t)((KHL_MAX_LOAD) * 65536) / KHL_I_MAX_LOAD_DIVISOR,                 \
         KHL_I_FIRST_BUCKETS(name),                                                  \
         khl_layout_##name,                                                          \
         khl_move_##name, khl_rehash_##name, khl_hashkey_##name,                     \

@@ -59,20 +59,24 @@ Test(compile_errors, a_set_has_keys_only, .timeout = 120)
 
 Test(compile_errors, max_load_outside_its_range, .timeout = 120)
 {
-    static const char *const good[] = {"0.25", "0.5", "0.77", "0.875", "0.9375"};
-    static const char *const bad[] = {"0", "-1", "0.1", "0.95", "1.0", "2"};
+    /* Every spelling of a constant in range: pasting an exponent onto the
+     * constant, as the check did before, refused 5e-1, 0.5f and (0.5). */
+    static const char *const good[] = {"0.25",  "0.5",  ".5",      "5e-1",  "0.5f",
+                                       "(0.5)", "0.77", "0.875",   "7e-1L", "0.9375"};
+    static const char *const bad[] = {"0", "-1", "0.1", "0.2499", "0.95", "1.0", "2", "25e-3", "1e1f"};
     char defs[64];
     for (unsigned i = 0; i < sizeof good / sizeof good[0]; ++i) {
-        snprintf(defs, sizeof defs, "-DKHL_MAX_LOAD=%s", good[i]);
+        snprintf(defs, sizeof defs, "'-DKHL_MAX_LOAD=%s'", good[i]);
         must_compile("max_load.c", defs);
     }
     for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
-        snprintf(defs, sizeof defs, "-DKHL_MAX_LOAD=%s", bad[i]);
+        snprintf(defs, sizeof defs, "'-DKHL_MAX_LOAD=%s'", bad[i]);
         must_fail("max_load.c", defs, "KHL_MAX_LOAD must be");
     }
-    /* Not a decimal literal: rejected too, by the compiler's own words. */
+    /* Not a number in range, or not a constant: rejected too, by the
+     * compiler's own words. */
     must_fail("max_load.c", "-DKHL_MAX_LOAD=NAN", NULL);
-    must_fail("max_load.c", "'-DKHL_MAX_LOAD=(0.5)'", NULL);
+    must_fail("max_load.c", "-DKHL_MAX_LOAD=load", NULL);
 }
 
 /* mruby compiles as gnu99, whose <stddef.h> has no max_align_t: the header

@@ -143,6 +143,9 @@ typedef struct peers_ops {
  * str_u32, between peers_mruby_open and peers_mruby_close). */
 extern const peers_ops_t peers_boost_ops[PEERS_N_BP];
 extern const peers_ops_t peers_absl_ops[PEERS_N_BP];
+/* The same maps with the peers workload's hash (suite_hash.h). */
+extern const peers_ops_t peers_boost_suite_ops[PEERS_N_BP];
+extern const peers_ops_t peers_absl_suite_ops[PEERS_N_BP];
 extern const peers_ops_t peers_absl_v32_ops[PEERS_N_BP];
 extern const peers_ops_t peers_mruby_ops[PEERS_N_BP];
 int peers_mruby_open(void);   /* 0, or -1 when mrb_open fails */

@@ -3,9 +3,11 @@
  * absl::flat_hash_map (libabsl-dev), as adapter.h adapters.  Both have the
  * same interface, so one adapter template serves both.
  *
- * Each map uses its default hash and equality for the key (boost::hash with
- * boost's post-mixing for integers, absl::Hash); string keys are
- * std::string_view of the 16 characters (their idiomatic non-owning key).
+ * Each map comes twice: with its default hash and equality for the key
+ * (boost::hash with boost's post-mixing for integers, absl::Hash), and, for
+ * the peers workload, with the hash every table gets there (suite_hash.h).
+ * String keys are std::string_view of the 16 characters (their idiomatic
+ * non-owning key).
  * A put is insert_or_assign: constructs the value once for a new key and
  * assigns it for a present one (the "replace" of the peers workload).
  *
@@ -25,6 +27,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include "adapter.h"
+#include "suite_hash.h"
 
 namespace {
 
@@ -67,6 +70,24 @@ using Boost = boost::unordered_flat_map<K, V, boost::hash<K>, std::equal_to<K>,
 template <class K, class V>
 using Absl = absl::flat_hash_map<K, V, absl::Hash<K>, std::equal_to<K>,
                                  PeersAlloc<std::pair<const K, V>>>;
+
+// The peers workload's hash.  boost is told it avalanches, as the suite
+// tells it, so it adds no mixing of its own.
+struct SuiteHash {
+    using is_avalanching = void;
+    std::size_t operator()(uint32_t k) const { return peers_fmix64(k); }
+    std::size_t operator()(uint64_t k) const { return peers_fmix64(k); }
+    std::size_t operator()(std::string_view k) const
+    {
+        return peers_fnv1a_bytes(k.data(), k.size());
+    }
+};
+template <class K, class V>
+using BoostS = boost::unordered_flat_map<K, V, SuiteHash, std::equal_to<K>,
+                                         PeersAlloc<std::pair<const K, V>>>;
+template <class K, class V>
+using AbslS = absl::flat_hash_map<K, V, SuiteHash, std::equal_to<K>,
+                                  PeersAlloc<std::pair<const K, V>>>;
 
 // The handle: raw storage, so the generated loops can keep it on the stack
 // or in malloc'ed memory and construct it with init, as for the C tables.
@@ -159,6 +180,12 @@ PEERS_FLAT(boost_str, Boost, str, std::string_view)
 PEERS_FLAT(absl_u32, Absl, u32, uint32_t)
 PEERS_FLAT(absl_u64, Absl, u64, uint64_t)
 PEERS_FLAT(absl_str, Absl, str, std::string_view)
+PEERS_FLAT(boosts_u32, BoostS, u32, uint32_t)
+PEERS_FLAT(boosts_u64, BoostS, u64, uint64_t)
+PEERS_FLAT(boosts_str, BoostS, str, std::string_view)
+PEERS_FLAT(absls_u32, AbslS, u32, uint32_t)
+PEERS_FLAT(absls_u64, AbslS, u64, uint64_t)
+PEERS_FLAT(absls_str, AbslS, str, std::string_view)
 PEERS_FLAT(absl_v32_u64, Absl, u64_u32, uint64_t)
 PEERS_FLAT(absl_v32_str, Absl, str_u32, std::string_view)
 
@@ -166,5 +193,9 @@ extern "C" const peers_ops_t peers_boost_ops[PEERS_N_BP] =
     PEERS_OPS3(boost_u32, boost_u64, boost_str);
 extern "C" const peers_ops_t peers_absl_ops[PEERS_N_BP] =
     PEERS_OPS3(absl_u32, absl_u64, absl_str);
+extern "C" const peers_ops_t peers_boost_suite_ops[PEERS_N_BP] =
+    PEERS_OPS3(boosts_u32, boosts_u64, boosts_str);
+extern "C" const peers_ops_t peers_absl_suite_ops[PEERS_N_BP] =
+    PEERS_OPS3(absls_u32, absls_u64, absls_str);
 extern "C" const peers_ops_t peers_absl_v32_ops[PEERS_N_BP] =
     PEERS_OPS3(absl_u32, absl_v32_u64, absl_v32_str);

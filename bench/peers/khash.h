@@ -28,4 +28,9 @@
     KHASH_MAP_INIT_##KIND(TAG, peers_##BP##_V)                                        \
     PEERS_KH(TAG, TAG, BP)
 
+/* The same with hash HASH and equality EQ (khash keeps HASH's low 32 bits). */
+#define PEERS_KH_TABLE_HASH(TAG, BP, HASH, EQ)                                        \
+    KHASH_INIT(TAG, peers_##BP##_K, peers_##BP##_V, 1, HASH, EQ)                      \
+    PEERS_KH(TAG, TAG, BP)
+
 #endif

@@ -17,7 +17,9 @@
  *             get-missing, and iterate the whole table.  Metric
  *             BLUEPRINT_OP_ns: ns per operation (per element for iterate):
  *             insert over the whole fill, the others the median over the
- *             points of each batch's figure (see peers_rep).
+ *             points of each batch's figure (see peers_rep);
+ *             BLUEPRINT_insert_faults: the page faults of one fill.
+ *             --sizes sets N.
  *   vs_khash  u32 -> u32 against khash with its identity hash: 1M and 10M
  *             keys, sequential (0..n-1), multiplicative (i * 2654435761) and
  *             random distinct, insert / hit (shuffled order) / miss / erase
@@ -35,12 +37,28 @@
  *             moment of a rebuild), the keys the table held then
  *             (keys_at_peak), peak_bytes_per_key, and bytes_per_key_end.
  *
- * Every table uses its own default hash for the key type (khash: identity
- * for u32, shift-xor for u64, X31 for strings; boost: boost::hash with its
+ * In the peers workload every table gets the same hash, the one that suite
+ * gives every table: MurmurHash3's finalizer for integers, FNV-1a for
+ * strings (peers/suite_hash.h), so that its rows compare tables, not hashes,
+ * and its ratios can be checked against the suite's.  The other workloads
+ * use each table's own default hash for the key type (khash: identity for
+ * u32, shift-xor for u64, X31 for strings; boost: boost::hash with its
  * post-mixing; absl: absl::Hash; khashlite: khl_hash_u32/u64/str).  String
  * keys are 16 characters and a NUL in one preallocated array; khashlite and
  * khash store const char * and compare with strcmp (their string maps), the
  * C++ maps a std::string_view of the 16 bytes.
+ *
+ * Page faults.  glibc serves a large block from fresh pages (mmap, or heap
+ * it grew), and a first touch costs 2-19 us here: a fill that faults its
+ * blocks in takes several times as long as one that reuses warm pages.
+ * Which table got warm pages used to depend on which ran before it and on
+ * glibc's moving mmap threshold (boost's u32 fill at 20k keys: 90 ns per key
+ * with 121 faults, khashlite's 15 ns with none).  So the peers workload runs
+ * in a child process where glibc serves every block from its heap and never
+ * returns memory (mallopt), after one warmup round below 2M keys: every
+ * table's fill reuses pages some earlier fill touched.  The faults the
+ * inserts took are a metric (BLUEPRINT_insert_faults, per fill); the 2M sets
+ * run no warmup, so their first repetition pays them.
  *
  * Memory is counted in untimed passes through each table's allocator: the
  * khashlite hook, khash's kmalloc/kcalloc/krealloc/kfree, the C++ maps'
@@ -52,14 +70,19 @@
  * sets of 2M keys and more (peers at 2M, vs_khash at 10M, growth) run at
  * most 3 repetitions and no warmup; the 10M sets run khashlite and khash
  * only, and their sequential and multiplicative sets one repetition. */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/bench.h"
 #include "harness/keys.h"
 #include "khashlite/khashlite.h"
 #include "peers/khash.h"
 #include "peers/khashlite.h"
+#include "peers/suite_hash.h"
 #include "support/prng.h"
 
 
@@ -75,11 +98,26 @@ static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15U
 PEERS_KHL_TABLE(kn_u32, u32, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 
+/* The peers workload's (peers/suite_hash.h). */
+PEERS_KHL_TABLE(ks_u32, u32, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(ks_u64, u64, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(ks_str, str, peers_fnv1a_str, khl_eq_str, KHL_LAYOUT_SINGLE)
+
 /* --- htslib's klib khash, its allocations counted (peers/khash.h) ---------- */
 
 PEERS_KH_TABLE(kh_u32, u32, INT)
 PEERS_KH_TABLE(kh_u64, u64, INT64)
 PEERS_KH_TABLE(kh_str, str, STR)
+
+/* The peers workload's, at that suite's maximum load, 0.875 for every table
+ * (khash's own is 0.77): KHASH_INIT reads __ac_HASH_UPPER where it expands. */
+#define kh_suite_int(k) ((khint32_t)peers_fmix64(k))
+#define kh_suite_str(k) ((khint32_t)peers_fnv1a_str(k))
+#define __ac_HASH_UPPER 0.875
+PEERS_KH_TABLE_HASH(khs_u32, u32, kh_suite_int, kh_int_hash_equal)
+PEERS_KH_TABLE_HASH(khs_u64, u64, kh_suite_int, kh_int64_hash_equal)
+PEERS_KH_TABLE_HASH(khs_str, str, kh_suite_str, kh_str_hash_equal)
+#undef __ac_HASH_UPPER
 
 /* --- the contenders --------------------------------------------------------- */
 
@@ -94,12 +132,21 @@ static const peers_ops_t khn_ops[PEERS_N_BP] = PEERS_OPS3(kn_u32, kn_u64, kl_str
 
 /* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST). */
 enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, N_TABLES };
-static const table_t tables[N_TABLES] = {
+static const table_t own_tables[N_TABLES] = {
     {"khashlite", "single", khl_ops},
     {"boost", "single", peers_boost_ops},   /* groups and elements: one block */
     {"absl", "single", peers_absl_ops},     /* control bytes and slots: one block */
     {"khash", "split3", kh_ops},
     {"khashlite_unseeded", "single", khn_ops},
+};
+/* The peers workload's: the same tables, one hash for all. */
+static const peers_ops_t khls_ops[PEERS_N_BP] = PEERS_OPS3(ks_u32, ks_u64, ks_str);
+static const peers_ops_t khs_ops[PEERS_N_BP] = PEERS_OPS3(khs_u32, khs_u64, khs_str);
+static const table_t suite_tables[N_TABLES] = {
+    {"khashlite", "single", khls_ops},
+    {"boost", "single", peers_boost_suite_ops},
+    {"absl", "single", peers_absl_suite_ops},
+    {"khash", "split3", khs_ops},
 };
 #define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
 #define SEED_COST (1u << T_KHL_UNSEEDED)
@@ -125,21 +172,26 @@ typedef void (*rep_fn)(const peers_ops_t *op, const char *table, void *ctx, doub
 
 /* warmup + reps rounds, each running every table in `which` once, starting at
  * a different table each round; then a row per table and metric. */
-static void run_rounds(const bench_opts_t *o, const char *workload, int bp, unsigned which,
+static void run_rounds(const bench_opts_t *o, const table_t *tables, const char *workload, int bp,
+                       unsigned which,
                        long n, int warmup, int reps, rep_fn f, void *ctx, int n_out,
                        const char *const *metrics, int *step, int total)
 {
     double *v[N_TABLES] = {0};
-    for (int t = 0; t < N_TABLES; ++t)
-        if (which & (1u << t) && !(v[t] = malloc(sizeof(double) * (size_t)(reps * n_out))))
+    int run[N_TABLES], n_run = 0;
+    for (int t = 0; t < N_TABLES; ++t) {
+        if (!(which & (1u << t)))
+            continue;
+        run[n_run++] = t;
+        if (!(v[t] = malloc(sizeof(double) * (size_t)(reps * n_out))))
             peers_oom("results");
+    }
     for (int r = 0; r < warmup + reps; ++r) {
         bench_progress(workload, (*step)++, total);
-        for (int i = 0; i < N_TABLES; ++i) {
-            int t = (r + i) % N_TABLES;
+        /* Each table opens a round in turn, among those that run. */
+        for (int i = 0; i < n_run; ++i) {
+            int t = run[(r + i) % n_run];
             double one[16];
-            if (!(which & (1u << t)))
-                continue;
             f(&tables[t].ops[bp], tables[t].name, ctx, one);
             for (int k = 0; r >= warmup && k < n_out; ++k)
                 v[t][k * reps + (r - warmup)] = one[k];
@@ -179,6 +231,8 @@ static int huge_reps(const bench_opts_t *o, size_t n, int kind)
 enum { P_INSERT, P_ERASE, P_REPLACE, P_ERASE_MISSING, P_GET, P_GET_MISSING, P_ITERATE, P_N_OPS };
 static const char *const p_ops[P_N_OPS] = {"insert", "erase", "replace", "erase_missing",
                                            "get", "get_missing", "iterate"};
+/* After the operations' figures, a repetition's: the faults its inserts took. */
+#define P_FAULTS P_N_OPS
 #define BATCH 1000
 
 typedef struct peers_ctx {
@@ -186,6 +240,13 @@ typedef struct peers_ctx {
     int points;              /* at most MAX_POINTS */
 } peers_ctx_t;
 #define MAX_POINTS 64
+
+/* Minor page faults of the process so far. */
+static long minor_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_minflt;
+}
 
 /* ns per operation since t0. */
 static double per_op(uint64_t t0, size_t ops)
@@ -203,16 +264,19 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
     const keys_t *k = c->k;
     size_t n = k->n, done = 0;
     uint64_t insert_ns = 0, s = 7, sum, t0;
+    long faults = 0, f0;
     double per[P_N_OPS][MAX_POINTS];
     void *h = op->create();
     if (!h)
         peers_oom("create");
     for (int p = 0; p < c->points; ++p) {
         size_t upto = n * (size_t)(p + 1) / (size_t)c->points, b, off;
+        f0 = minor_faults();
         t0 = bench_now_ns();
         if (op->put(h, k->hit, done, upto) != (long)(upto - done))
             fail(table, "insert did not add every key", n);
         insert_ns += bench_now_ns() - t0;
+        faults += minor_faults() - f0;
         done = upto;
         b = done < BATCH ? done : BATCH;
 
@@ -262,6 +326,15 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
     out[P_INSERT] = (double)insert_ns / (double)n;
     for (int i = P_INSERT + 1; i < P_N_OPS; ++i)
         out[i] = bench_summarise(per[i], c->points).median;
+    out[P_FAULTS] = (double)faults;
+}
+
+/* Below 2M keys, one warmup round at least: it is the round that touches
+ * the heap's pages (see the top). */
+static int peers_warmup(const bench_opts_t *o, size_t n)
+{
+    int w = warmup_for(o, n);
+    return n < BIG_SET && w < 1 ? 1 : w;
 }
 
 static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_sizes, int points,
@@ -269,19 +342,53 @@ static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_siz
 {
     for (int s = 0; s < n_sizes; ++s)
         for (int bp = 0; bp < PEERS_N_BP; ++bp) {
-            char names[P_N_OPS][48];
-            const char *metrics[P_N_OPS];
+            char names[P_N_OPS + 1][48];
+            const char *metrics[P_N_OPS + 1];
             keys_t k;
             peers_ctx_t c = {&k, points};
-            for (int i = 0; i < P_N_OPS; ++i) {
+            for (int i = 0; i < P_N_OPS; ++i)
                 snprintf(names[i], sizeof names[i], "%s_%s_ns", key_type_names[bp], p_ops[i]);
+            snprintf(names[P_FAULTS], sizeof names[P_FAULTS], "%s_insert_faults",
+                     key_type_names[bp]);
+            for (int i = 0; i <= P_N_OPS; ++i)
                 metrics[i] = names[i];
-            }
             keys_or_exit(&k, bp, KS_RAND, sizes[s], 0);
-            run_rounds(o, "peers", bp, ALL_TABLES, (long)sizes[s], warmup_for(o, sizes[s]),
-                       reps_for(o, sizes[s]), peers_rep, &c, P_N_OPS, metrics, step, total);
+            run_rounds(o, suite_tables, "peers", bp, ALL_TABLES, (long)sizes[s],
+                       peers_warmup(o, sizes[s]), reps_for(o, sizes[s]), peers_rep, &c,
+                       P_N_OPS + 1, metrics, step, total);
             keys_free(&k);
         }
+}
+
+/* workload_peers in a child process, whose glibc serves every block from
+ * its heap and keeps what is freed (see the top): the setting, which cannot
+ * be undone (it fixes glibc's moving mmap threshold), stays out of the other
+ * workloads.  Exits when the child fails. */
+static void workload_peers_apart(const bench_opts_t *o, const size_t *sizes, int n_sizes,
+                                 int points, int *step, int total)
+{
+    int status;
+    pid_t pid;
+    fflush(o->out);
+    fflush(stderr);
+    if ((pid = fork()) < 0) {
+        perror("peers: fork");
+        exit(1);
+    }
+    if (pid == 0) {
+        if (!mallopt(M_MMAP_MAX, 0) || !mallopt(M_TRIM_THRESHOLD, -1)) {
+            fprintf(stderr, "peers: mallopt failed\n");
+            _exit(1);
+        }
+        workload_peers(o, sizes, n_sizes, points, step, total);
+        _exit(fflush(o->out) ? 1 : 0);
+    }
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        fprintf(stderr, "peers: the peers workload failed\n");
+        exit(1);
+    }
+    for (int s = 0; s < n_sizes; ++s)
+        *step += PEERS_N_BP * (peers_warmup(o, sizes[s]) + reps_for(o, sizes[s]));
 }
 
 /* --- workload vs_khash -------------------------------------------------------- */
@@ -382,7 +489,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
                 metrics[i] = names[i];
             }
             keys_or_exit(&k, KEY_U32, kind, sizes[s], 1);
-            run_rounds(o, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
+            run_rounds(o, own_tables, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
                        huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
                        metrics, step, total);
             keys_free(&k);
@@ -394,7 +501,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
         snprintf(name, sizeof name, "%s_life_ns", key_kind_names[life_kinds[kind]]);
         for (int i = 0; i < 2; ++i) {
             life_ctx_t c = {pool, life_n[i], life_iters(o, life_n[i])};
-            run_rounds(o, "vs_khash", PEERS_U32, ALL_TABLES | SEED_COST, (long)life_n[i], o->warmup,
+            run_rounds(o, own_tables, "vs_khash", PEERS_U32, ALL_TABLES | SEED_COST, (long)life_n[i], o->warmup,
                        o->reps, life_rep, &c, 1, &metric, step, total);
         }
     }
@@ -410,13 +517,13 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
     pool_make(pool, KS_RAND);
     for (size_t n = 1; n <= 8; ++n) {
         life_ctx_t c = {pool, n, life_iters(o, n)};
-        run_rounds(o, "tiny", PEERS_U32, ALL_TABLES, (long)n, o->warmup, o->reps, life_rep, &c,
+        run_rounds(o, own_tables, "tiny", PEERS_U32, ALL_TABLES, (long)n, o->warmup, o->reps, life_rep, &c,
                    1, &metric, step, total);
     }
     /* Untimed, counted passes. */
     for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
-        const peers_ops_t *op = &tables[t].ops[PEERS_U32];
-        bench_value(o, "tiny", tables[t].name, tables[t].layout, al, 0, "handle_bytes",
+        const peers_ops_t *op = &own_tables[t].ops[PEERS_U32];
+        bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, 0, "handle_bytes",
                     (double)op->handle_bytes);
         for (size_t n = 1; n <= 8; ++n) {
             peers_count_t cnt = {0};
@@ -424,14 +531,14 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
             peers_counting = &cnt;
             if (op->life(pool, POOL_MASK, n, 1) == UINT64_MAX)
                 peers_oom("life");
-            bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
+            bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, (long)n,
                         "allocs_per_life", (double)cnt.allocs);
             if (n <= 4) {
                 memset(&cnt, 0, sizeof cnt);
                 h = op->create();   /* the handle itself is not counted */
                 if (!h || op->put(h, pool, 0, n) != (long)n)
                     peers_oom("tiny table");
-                bench_value(o, "tiny", tables[t].name, tables[t].layout, al, (long)n,
+                bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, (long)n,
                             "heap_bytes", (double)cnt.live);
                 op->destroy(h);
             }
@@ -476,11 +583,11 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     const char *al = bench_allocator(o);
     keys_t k;
     keys_or_exit(&k, KEY_U64, KS_RAND, n, 0);
-    run_rounds(o, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
+    run_rounds(o, own_tables, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
                growth_rep, &k, 1, &metric, step, total);
     /* Untimed: one key per call, to see after which put the peak was set. */
     for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
-        const peers_ops_t *op = &tables[t].ops[PEERS_U64];
+        const peers_ops_t *op = &own_tables[t].ops[PEERS_U64];
         peers_count_t cnt = {0};
         size_t at_peak = 0, peak = 0;
         void *h;
@@ -495,13 +602,13 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
                 at_peak = i ? i : 1;   /* the keys the rebuild moved */
             }
         }
-        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n, "peak_bytes",
+        bench_value(o, "growth", own_tables[t].name, own_tables[t].layout, al, (long)n, "peak_bytes",
                     (double)peak);
-        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n, "keys_at_peak",
+        bench_value(o, "growth", own_tables[t].name, own_tables[t].layout, al, (long)n, "keys_at_peak",
                     (double)at_peak);
-        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n,
+        bench_value(o, "growth", own_tables[t].name, own_tables[t].layout, al, (long)n,
                     "peak_bytes_per_key", (double)peak / (double)at_peak);
-        bench_value(o, "growth", tables[t].name, tables[t].layout, al, (long)n,
+        bench_value(o, "growth", own_tables[t].name, own_tables[t].layout, al, (long)n,
                     "bytes_per_key_end", (double)cnt.live / (double)n);
         op->destroy(h);
         peers_counting = NULL;
@@ -512,7 +619,7 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
 int main(int argc, char **argv)
 {
     bench_opts_t o;
-    size_t peers_n[2] = {200000, 2000000}, big_n[2] = {1000000, 10000000}, growth_n = 2000000;
+    size_t peers_n[16] = {200000, 2000000}, big_n[2] = {1000000, 10000000}, growth_n = 2000000;
     int n_peers = 2, n_big = 2, points = 20, step = 0, total;
 
     bench_parse(argc, argv, &o,
@@ -520,7 +627,9 @@ int main(int argc, char **argv)
                 "and htslib's khash, in one process",
                 "  workloads: peers (200k, 2M), vs_khash (1M, 10M; lives of 16, 64), tiny "
                 "(n = 1..8), growth (2M)\n"
-                "  --quick: 20k / 50k keys; glibc only (--alloc is ignored)", 0);
+                "  --quick: 20k / 50k keys; glibc only (--alloc is ignored)\n"
+                "  --sizes=N,...: the peers workload's N (its rows checked against the suite's)",
+                1);
     khl_seed(0x6b686c6974650002ULL);   /* reproducible khl_hash_str */
     if (o.quick) {
         peers_n[0] = 20000;
@@ -528,14 +637,19 @@ int main(int argc, char **argv)
         growth_n = 50000;
         n_peers = n_big = 1;
     }
+    if (o.n_sizes) {   /* each of the 20 points needs keys to time */
+        n_peers = o.n_sizes;
+        for (int i = 0; i < n_peers; ++i)
+            peers_n[i] = (size_t)(o.sizes[i] < 1000 ? 1000 : o.sizes[i]);
+    }
     total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
     for (int s = 0; s < n_peers; ++s)
-        total += PEERS_N_BP * (warmup_for(&o, peers_n[s]) + reps_for(&o, peers_n[s]));
+        total += PEERS_N_BP * (peers_warmup(&o, peers_n[s]) + reps_for(&o, peers_n[s]));
     for (int s = 0; s < n_big; ++s)
         for (int kind = 0; kind < N_KINDS; ++kind)
             total += warmup_for(&o, big_n[s]) + huge_reps(&o, big_n[s], kind);
     if (bench_wanted(&o, "peers"))
-        workload_peers(&o, peers_n, n_peers, points, &step, total);
+        workload_peers_apart(&o, peers_n, n_peers, points, &step, total);
     if (bench_wanted(&o, "vs_khash"))
         workload_vs_khash(&o, big_n, n_big, &step, total);
     if (bench_wanted(&o, "tiny"))

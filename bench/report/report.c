@@ -782,7 +782,15 @@ static void v2_peers(FILE *o)
                "over the whole fill, the others the median over the 20 points of each batch's "
                "figure (robust to another process's turn inside a batch); best "
                "other = the fastest of boost, absl and khash on that row. N = 2M runs at most 3 "
-               "repetitions and no warmup.\n\n"
+               "repetitions and no warmup. As in that suite, every table gets the same hash "
+               "(MurmurHash3's finalizer for integers, FNV-1a for strings) and is built -O3 "
+               "-DNDEBUG. The workload runs in a process of its own whose glibc serves every "
+               "block from its heap and keeps what is freed, after a warmup round below 2M: "
+               "inserts reuse pages an earlier fill touched, for every table alike, where they "
+               "used to fault in fresh pages or not depending on the table that ran before. "
+               "The faults an insert took are in results.csv (BLUEPRINT_insert_faults, per "
+               "fill): at most 1 a fill at 200k; at 2M, with no warmup, the first repetition "
+               "pays them.\n\n"
                "| blueprint | N | op | khashlite | boost | absl | khash | khashlite / best other |\n"
                "|---|---|---|---|---|---|---|---|\n");
     for (int b = 0; b < 3; ++b)
@@ -1022,7 +1030,8 @@ static void core_v2(FILE *o)
         return;
     fprintf(o, "\n## Table core v2 targets\n\nkhashlite against boost::unordered_flat_map, "
                "absl::flat_hash_map and htslib's khash in one process (bench/programs/peers.c, glibc): "
-               "tables take turns in every repetition, medians; each table with its own default hash. "
+               "tables take turns in every repetition, the first rotating, medians; the peers "
+               "workload gives every table the same hash, the others each table its own default. "
                "Measured here, never asserted by `make test`.\n");
     v2_peers(o);
     v2_khash(o);
