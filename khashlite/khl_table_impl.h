@@ -1000,8 +1000,25 @@ template <bool IsMap> constexpr int khl_require_map()
                    return khl_dellarge_##name(b_, nb_, hash_, key);)                \
         return 0;                                                                   \
     }                                                                               \
-    /* The rare part of a put, kept out of line: no block yet, or no bucket */     \
-    /* the put may fill. */                                                         \
+    /* The first put of a table, kept out of line and apart from the growth */    \
+    /* (its frame would cost every first put): the first block, of a */            \
+    /* constant size, laid out inline with the key. */                              \
+    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putfirst_##name(                  \
+        khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
+    {                                                                               \
+        const uint32_t nb = khl_type_##name.first_buckets;                          \
+        khl_block_t *b;                                                             \
+        void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);                  \
+        if (!mem_) {                                                                \
+            *ret = -1;                                                              \
+            return 0;                                                               \
+        }                                                                           \
+        h->b = b = khl_first_block(mem_, &khl_type_##name, khl_tag(hash));          \
+        *khl_keyp_##name(khl_smallslots_##name(b, (unsigned char *)(b + 1), nb), nb, nb - 1u) = key; \
+        *ret = 1;                                                                   \
+        return nb - 1u;                                                             \
+    }                                                                               \
+    /* The rare part of a put, kept out of line: no bucket the put may fill. */    \
     static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putslow_##name(                   \
         khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
     {                                                                               \
@@ -1009,19 +1026,6 @@ template <bool IsMap> constexpr int khl_require_map()
         unsigned char *ctrl;                                                        \
         uint32_t slot, base, nb;                                                    \
         khl_plan_t p_;                                                              \
-        if (khl_layout_##name == KHL_LAYOUT_SINGLE && !h->b) {                      \
-            /* The first block: a constant size, laid out inline with the key. */  \
-            void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);              \
-            if (!mem_) {                                                            \
-                *ret = -1;                                                          \
-                return 0;                                                           \
-            }                                                                       \
-            h->b = b = khl_first_block(mem_, &khl_type_##name, khl_tag(hash));      \
-            slot = khl_type_##name.first_buckets - 1u;                              \
-            *khl_keyp_##name(khl_smallslots_##name(b, (unsigned char *)(b + 1), slot + 1u), slot + 1u, slot) = key; \
-            *ret = 1;                                                               \
-            return slot;                                                            \
-        }                                                                           \
         if (khl_carry_out(khl_table_grow_plan(h->b, &khl_type_##name, &p_), &p_, &h->b, h->b, \
                           &khl_type_##name, khl_layout_##name, FN, UD) < 0) {       \
             *ret = -1;                                                              \
@@ -1074,7 +1078,9 @@ template <bool IsMap> constexpr int khl_require_map()
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
         if (KHL_UNLIKELY(b == NULL))                                                \
-            return khl_putslow_##name(h, hash, key, ret);                           \
+            return khl_layout_##name == KHL_LAYOUT_SINGLE                           \
+                       ? khl_putfirst_##name(h, hash, key, ret)                     \
+                       : khl_putslow_##name(h, hash, key, ret);                     \
         nb = b->n_buckets;                                                          \
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
             return khl_putlarge_##name(h, b, nb, hash, key, ret);                   \
