@@ -1,5 +1,5 @@
 #!/bin/sh
-# mruby/build.sh VARIANT SRC OUT: builds one mruby (stock, khl, khl-asan; see
+# mruby/build.sh VARIANT SRC OUT: builds one mruby (stock, khl, stock-asan, khl-asan; see
 # mruby/build_config.rb) from the unpacked source SRC into OUT, with rake -j2.
 # khl variants build from OUT/src, a copy of SRC with mruby/patches/*.patch
 # applied; the copy is remade when a patch is newer than it.
@@ -13,7 +13,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 case $variant in
-stock) tree=$src ;;
+stock|stock-asan) tree=$src ;;
 khl|khl-asan)
     tree=$out/src
     stamp=$out/src/.khl-patched

@@ -5,6 +5,7 @@
 #              build/libkhashlite.a (the seed and libc allocator the inlined
 #              table code refers to)
 #   khl-asan   khl under clang with ASan+UBSan, as mruby's build_config/clang-asan.rb
+#   stock-asan stock the same way, so that both builds are checked alike
 # KHL_ROOT is the khashlite checkout.
 MRuby::Lockfile.disable   # would write a .lock beside this file
 
@@ -13,7 +14,7 @@ root = ENV['KHL_ROOT'] || File.expand_path('..', __dir__)
 libdir = ENV['KHL_LIBDIR'] || "#{root}/build"
 
 MRuby::Build.new do |conf|
-  if variant == 'khl-asan'
+  if variant.end_with?('-asan')
     conf.toolchain :clang
     conf.enable_sanitizer 'address,undefined'
     conf.enable_debug

@@ -10,7 +10,8 @@
 #     growth leaves the table as it was; a script that exhausts a memory limit ends in NoMemoryError
 #     with no crash and every byte back after mrb_close; an object with 1 to
 #     4 variables costs khl one allocation.
-#  5. khl built with clang under ASan+UBSan: `rake test`, and step 4 again.
+#  5. stock and khl built with clang under ASan+UBSan: `rake test` on both
+#     (the same counts), and step 4 again on khl.
 set -eu
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
@@ -74,9 +75,12 @@ for k in 1 3 4; do
     grep -q "^per_object $k 1.0 " "$out/per_object.khl" || fail "khl: an object with $k ivars does not cost exactly one allocation"
 done
 
-step "5. khl under ASan+UBSan (clang)"
+step "5. stock and khl under ASan+UBSan (clang)"
 sh mk/deps.sh clang libclang-rt-14-dev >/dev/null
+rake_test stock-asan
 rake_test khl-asan
+[ "$(counts "$M/stock-asan-test.log")" = "$(counts "$M/khl-asan-test.log")" ] || fail "stock and khl counts differ under ASan+UBSan"
+echo "same counts on stock and khl under ASan+UBSan"
 asan=$M/probe-khl-asan
 clang -std=c11 -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -I. \
     $(sh mruby/cflags.sh "$M/khl-asan/build/host/lib/libmruby.flags.mak") -o "$asan" mruby/probe.c \
