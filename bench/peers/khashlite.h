@@ -43,8 +43,7 @@ extern const khl_allocator_t peers_khl_count_allocator;   /* through peers_mallo
     }                                                                                 \
     static inline const peers_##BP##_V *TAG##_get(const TAG##_T *h, peers_##BP##_K k) \
     {                                                                                 \
-        khl_iter_t it = khl_get(NAME, h, k);                                          \
-        return it == khl_end(NAME, h) ? NULL : &khl_val(NAME, h, it);                 \
+        return khl_getp(NAME, h, k);                                                  \
     }                                                                                 \
     static inline int TAG##_erase(TAG##_T *h, peers_##BP##_K k)                       \
     {                                                                                 \

@@ -80,6 +80,7 @@
 #include "harness/bench.h"
 #include "harness/keys.h"
 #include "khashlite/khashlite.h"
+#include "peers/flat_array.h"
 #include "peers/khash.h"
 #include "peers/khashlite.h"
 #include "peers/suite_hash.h"
@@ -127,17 +128,25 @@ typedef struct table {
 } table_t;
 
 static const peers_ops_t khl_ops[PEERS_N_BP] = PEERS_OPS3(kl_u32, kl_u64, kl_str);
+#define PEERS_FLAT_EQ(a, b) ((a) == (b))
+#define PEERS_FLAT_EQ_STR(a, b) (strcmp(a, b) == 0)
+PEERS_FLAT(fa_u32, u32, PEERS_FLAT_EQ)
+PEERS_FLAT(fa_u64, u64, PEERS_FLAT_EQ)
+PEERS_FLAT(fa_str, str, PEERS_FLAT_EQ_STR)
+static const peers_ops_t flat_ops[PEERS_N_BP] = PEERS_OPS3(fa_u32, fa_u64, fa_str);
 static const peers_ops_t kh_ops[PEERS_N_BP] = PEERS_OPS3(kh_u32, kh_u64, kh_str);
 static const peers_ops_t khn_ops[PEERS_N_BP] = PEERS_OPS3(kn_u32, kn_u64, kl_str);
 
-/* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST). */
-enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, N_TABLES };
+/* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST), the
+ * flat array (CRuby's ar_table shape) only in tiny (FLAT). */
+enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, T_FLAT, N_TABLES };
 static const table_t own_tables[N_TABLES] = {
     {"khashlite", "single", khl_ops},
     {"boost", "single", peers_boost_ops},   /* groups and elements: one block */
     {"absl", "single", peers_absl_ops},     /* control bytes and slots: one block */
     {"khash", "split3", kh_ops},
     {"khashlite_unseeded", "single", khn_ops},
+    {"flat_array", "single", flat_ops},
 };
 /* The peers workload's: the same tables, one hash for all. */
 static const peers_ops_t khls_ops[PEERS_N_BP] = PEERS_OPS3(ks_u32, ks_u64, ks_str);
@@ -150,6 +159,7 @@ static const table_t suite_tables[N_TABLES] = {
 };
 #define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
 #define SEED_COST (1u << T_KHL_UNSEEDED)
+#define FLAT (1u << T_FLAT)
 
 
 static void fail(const char *table, const char *what, size_t n)
@@ -517,11 +527,13 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
     pool_make(pool, KS_RAND);
     for (size_t n = 1; n <= 8; ++n) {
         life_ctx_t c = {pool, n, life_iters(o, n)};
-        run_rounds(o, own_tables, "tiny", PEERS_U32, ALL_TABLES, (long)n, o->warmup, o->reps, life_rep, &c,
-                   1, &metric, step, total);
+        run_rounds(o, own_tables, "tiny", PEERS_U32, ALL_TABLES | FLAT, (long)n, o->warmup, o->reps,
+                   life_rep, &c, 1, &metric, step, total);
     }
     /* Untimed, counted passes. */
-    for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
+    for (int t = 0; t < N_TABLES; ++t) {
+        if (t == T_KHL_UNSEEDED)
+            continue;
         const peers_ops_t *op = &own_tables[t].ops[PEERS_U32];
         bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, 0, "handle_bytes",
                     (double)op->handle_bytes);
