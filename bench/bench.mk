@@ -41,7 +41,7 @@ BENCH_COMMON   = $(BUILD)/bench/obj/harness/bench.o $(BUILD)/bench/obj/harness/a
 BENCH_HEADERS  = $(wildcard bench/*/*.h) $(SUPPORT_HEADERS) $(HEADERS)
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
                  libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
-                 gnuplot-nox libxxhash-dev pkg-config
+                 gnuplot-nox libxxhash-dev pkg-config valgrind
 
 # Per-program extra sources and libraries (each program's author owns its lines).
 # They must be set before the link rules below are generated.

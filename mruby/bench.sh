@@ -10,6 +10,9 @@
 #              repetitions, the three builds interleaved), ratio_vs_stock
 #              (stock's median seconds / this one's: above 1 is faster), and
 #              allocf_calls (allocating calls over one run, through khl-mrb-probe)
+#   mruby_instr table = script, layout, allocator, n = size: instructions
+#              (cachegrind, one run) and ratio_vs_stock (this build's count /
+#              stock's on glibc: below 1 is fewer)
 #   mruby_obj  table = ivars_K: allocs_per_object and bytes_per_object for an
 #              object with K instance variables (mruby/test/per_object.rb)
 # Runs only when `make mruby` has been run (build/mruby/host-khl exists):
@@ -95,6 +98,48 @@ for s in "${scripts[@]}"; do
         row mruby_run "$name" "$layout" counted "$n" allocf_calls "$calls" "$calls" "$calls" 1
     done
 done
+
+# Instructions (cachegrind): deterministic, where wall time on these shared
+# machines moves by several percent.  Smaller sizes than the timed runs
+# (valgrind is some 30x slower); bm_ao_render at 6 and 12, as issue 20's
+# targets name them.  The three builds of a script run at once.
+if command -v valgrind > /dev/null; then
+    { echo "ARGV = [\"$(small 3 6)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/ir_ao_small.rb"
+    sed "s/fib(37)/fib($(small 10 24))/" "$src/bm_fib.rb" > "$w/ir_fib.rb"
+    sed "s/^NUM = 300/NUM = $(small 1 10)/" "$src/bm_so_lists.rb" > "$w/ir_so_lists.rb"
+    ir_scripts=(
+        "$w/ir_ao_small.rb bm_ao_render - $(small 3 6)"
+        "$w/bm_ao_render.rb bm_ao_render - $(small 4 12)"
+        "$w/ir_fib.rb bm_fib - $(small 10 24)"
+        "$w/ir_so_lists.rb bm_so_lists - $(small 1 10)"
+        "bench/ruby/ao_render.rb ao_render $(small 4 8) $(small 4 8)"
+        "bench/ruby/hash_churn.rb hash_churn $(small 200 20000) $(small 200 20000)"
+        "bench/ruby/strings.rb strings $(small 200 20000) $(small 200 20000)"
+    )
+    for s in "${ir_scripts[@]}"; do
+        read -r path name scale n <<<"$s"
+        [ "$scale" = - ] && scale=
+        echo "[mruby] $name at $n: instructions, $(( $(date +%s) - start )) s" >&2
+        for v in "${variants[@]}"; do
+            read -r layout bin alloc flag <<<"$v"
+            KHL_SCALE=$scale valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+                "$M/$bin" "$flag" "$path" > /dev/null 2> "$tmp/ir.$layout-$alloc" &
+        done
+        wait
+        ir() { sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' "$tmp/ir.$1" | tr -d ,; }
+        base=$(ir stock-glibc)
+        [ -n "$base" ] || { echo "[mruby] $name: no cachegrind count" >&2; exit 1; }
+        for v in "${variants[@]}"; do
+            read -r layout bin alloc flag <<<"$v"
+            count=$(ir "$layout-$alloc")
+            row mruby_instr "$name" "$layout" "$alloc" "$n" instructions "$count" "$count" "$count" 1
+            ratio=$(awk -v a="$count" -v b="$base" 'BEGIN {printf "%.4g", a / b}')
+            row mruby_instr "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$ratio" "$ratio" "$ratio" 1
+        done
+    done
+else
+    echo "[mruby] valgrind missing: no instruction counts" >&2
+fi
 
 echo "[mruby] per-object costs, $(( $(date +%s) - start )) s" >&2
 for layout in stock khl; do
