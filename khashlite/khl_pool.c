@@ -63,10 +63,14 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->hot.classes = p->cls;
     p->page = page > 0 ? (size_t)page : 4096;
     p->limit = o.limit_bytes;
-    /* A span needs its header and at most ARENA_MAX_WINDOWS windows. */
+    /* A span needs its header and at most ARENA_MAX_WINDOWS windows, and
+     * an arena's size must not overflow (32-bit, 1 GiB chunks). */
     p->large_max = o.large_max ? o.large_max : KHL_POOL_DEFAULT_LARGE_MAX;
-    if (p->large_max > ARENA_MAX_WINDOWS * chunk - FRAME_HEADER_BYTES)
-        p->large_max = ARENA_MAX_WINDOWS * chunk - FRAME_HEADER_BYTES;
+    {
+        size_t win = SIZE_MAX / 4 / chunk < ARENA_MAX_WINDOWS ? SIZE_MAX / 4 / chunk : ARENA_MAX_WINDOWS;
+        if (p->large_max > win * chunk - FRAME_HEADER_BYTES)
+            p->large_max = win ? win * chunk - FRAME_HEADER_BYTES : 0;
+    }
     /* Kept huge mappings: a few blocks just past large_max, so that a
      * buffer regrown above it does not map and unmap each time. */
     p->cache_max = 4 * (p->large_max > max_small ? p->large_max : KHL_POOL_DEFAULT_LARGE_MAX);

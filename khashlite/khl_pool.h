@@ -296,7 +296,8 @@ khl_allocator_t khl_pool_allocator(khl_pool_t *p);
  * blocks (bundles and batches of exited threads: every one a handed-out slot of
  * its class, none counted twice in a cycle, none live in a checked pool),
  * the count equations (free blocks = slots handed out - (allocs - frees),
- * in_use and the large blocks, reserves), and the calling thread's own
+ * in_use and the large blocks, reserves), every arena's windows (exactly
+ * its spans', none twice) and the kept mappings, and the calling thread's own
  * cache - and returns 0, or prints the first broken invariant on stderr and
  * returns -1.  It reads only memory the pool owns, so a corrupted pool
  * gives a message, not a crash (invariants: khl_pool_internal.h).  The
