@@ -28,6 +28,9 @@
  *                        operations (khl_pool_stats: system_calls), per
  *                        1,000 operations; the mallocs' calls are not
  *                        counted in-process (strace -c counts them)
+ *   rss_after_ops_bytes  resident memory the run added by the end of the
+ *                        operations (RSS then minus RSS before the run):
+ *                        what the live set costs the allocator
  *   rss_after_trim_bytes resident memory the run left behind after
  *                        everything was freed and given back (RSS after
  *                        minus RSS before the run, at least 0)
@@ -136,7 +139,7 @@ static void r_free(const rival_t *r, void *p, size_t n)
 /* --- one run ---------------------------------------------------------------- */
 
 typedef struct run_out {
-    double seconds, syscalls_per_1000, rss_after, system_after;
+    double seconds, syscalls_per_1000, rss_ops, rss_after, system_after;
 } run_out_t;
 
 static size_t draw(uint64_t *s, size_t lo, size_t hi)
@@ -197,6 +200,7 @@ static int run_once(const rival_t *r, size_t live_target, long ops, run_out_t *o
     }
     out->seconds = (double)(bench_now_ns() - t0) / 1e9;
     out->syscalls_per_1000 = (double)(pool_calls(r) - calls) * 1000.0 / (double)ops;
+    out->rss_ops = bench_rss_bytes() > rss0 ? (double)(bench_rss_bytes() - rss0) : 0;
     for (size_t j = 0; j < nslots; ++j)
         r_free(r, b[j], n[j]);
     if (r->pool)
@@ -266,6 +270,10 @@ int main(int argc, char **argv)
             bench_row(&o, "large_churn", "alloc", layout, rv[c].name, ops, "ratio_to_khl_pool",
                       bench_summarise(v, reps));
         }
+        for (int r = 0; r < reps; ++r)
+            v[r] = res[c][r].rss_ops;
+        bench_row(&o, "large_churn", "alloc", layout, rv[c].name, ops, "rss_after_ops_bytes",
+                  bench_summarise(v, reps));
         for (int r = 0; r < reps; ++r)
             v[r] = res[c][r].rss_after;
         bench_row(&o, "large_churn", "alloc", layout, rv[c].name, ops, "rss_after_trim_bytes",

@@ -293,8 +293,9 @@ static void large_churn_section(FILE *o)
                "memory left after everything is freed and given back (malloc_trim, mi_collect, "
                "jemalloc's purge, tcmalloc's ReleaseFreeMemory, khl_pool_trim); system calls "
                "counted by the pool itself.\n\n"
-               "| allocator | seconds | time / khl_pool's | RSS after trim (KiB) | syscalls / 1000 ops |\n"
-               "|---|---|---|---|---|\n");
+               "| allocator | seconds | time / khl_pool's | RSS at the end of the operations (MiB) | "
+               "RSS after trim (KiB) | syscalls / 1000 ops |\n"
+               "|---|---|---|---|---|---|\n");
     for (int a = 0; a < N_ALLOC; ++a) {
         double sec = lc_val(allocators[a], "seconds");
         if (isnan(sec))
@@ -302,6 +303,7 @@ static void large_churn_section(FILE *o)
         fprintf(o, "| %s |", allocators[a]);
         cell(o, sec, "%.3f");
         cell(o, lc_val(allocators[a], "ratio_to_khl_pool"), "%.2f");
+        cell(o, lc_val(allocators[a], "rss_after_ops_bytes") / 1048576, "%.1f");
         cell(o, lc_val(allocators[a], "rss_after_trim_bytes") / 1024, "%.0f");
         cell(o, lc_val(allocators[a], "syscalls_per_1000_ops"), "%.2f");
         fputc('\n', o);
