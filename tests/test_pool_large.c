@@ -349,6 +349,19 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free_unsized(p, a);
     khl_pool_free_unsized(p, b);
+    khl_pool_trim(p);
+    /* a huge block's mremap growth counts against the limit too */
+    cr_assert_not_null(b = khl_pool_alloc(p, 3 * WINDOW));
+    mark(b, 3 * WINDOW, 9);
+    s = lstats(p);
+    cr_assert_null(khl_pool_realloc(p, b, 3 * WINDOW, 6 * WINDOW));
+    assert_same(&s, p, "a huge realloc past the limit");
+    cr_assert(marked(b, 3 * WINDOW, 9));
+    cr_assert_not_null(b = khl_pool_realloc(p, b, 3 * WINDOW, 5 * WINDOW));
+    cr_assert(prefix_marked(b, 3 * WINDOW, 9));
+    cr_assert_leq(lstats(p).system_bytes, limit);
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_free_unsized(p, b);
     khl_pool_destroy(p);
 }
 
