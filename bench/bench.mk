@@ -35,9 +35,9 @@ TABLE_BENCH_OBJ = $(addprefix $(BUILD)/bench/obj/,programs/peers.o programs/larg
                     programs/large_lf77.o peers/flat.o peers/mruby.o peers/adapter.o)
 $(TABLE_BENCH_OBJ): BENCH_OPT = -O3 -DNDEBUG
 $(TABLE_BENCH_OBJ): bench/bench.mk
-BENCH_LIBS     = -lm -pthread
+BENCH_LIBS     = -lm -pthread -ldl
 BENCH_COMMON   = $(BUILD)/bench/obj/harness/bench.o $(BUILD)/bench/obj/harness/alloc.o \
-                 $(BUILD)/bench/obj/harness/keys.o $(SUPPORT_OBJ)
+                 $(BUILD)/bench/obj/harness/keys.o $(BUILD)/bench/obj/harness/dl.o $(SUPPORT_OBJ)
 BENCH_HEADERS  = $(wildcard bench/*/*.h) $(SUPPORT_HEADERS) $(HEADERS)
 BENCH_DEPS     = libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev \
                  libmruby-dev liblua5.4-dev libabsl-dev uthash-dev libboost1.81-dev \
@@ -111,6 +111,13 @@ $(BUILD)/bench/obj/lto/fastmm.o: bench/programs/fastmm.c $(BENCH_HEADERS)
 $(FASTMM_BIN): $(FASTMM_OBJ) $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o
 	$(CC) -O2 -flto -o $@ $^ $(BENCH_LIBS) -ldl
 BENCH_BINS += $(FASTMM_BIN)
+
+# large_churn (bench/programs/largechurn.c): like fastmm, one binary on glibc
+# that loads the other mallocs itself; the pool is the library as linked.
+LARGECHURN_BIN = $(BUILD)/bench/khl-bench-largechurn
+$(LARGECHURN_BIN): $(BUILD)/bench/obj/programs/largechurn.o $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o $(LIB)
+	$(CC) -O2 -o $@ $^ $(BENCH_LIBS)
+BENCH_BINS += $(LARGECHURN_BIN)
 
 $(BUILD)/bench/khl-bench-report: bench/report/report.c
 	@mkdir -p $(@D)

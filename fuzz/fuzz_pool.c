@@ -6,7 +6,9 @@
  * or resized, so any overlap or corruption aborts, and the pool's
  * invariants are checked (khl_pool_check) after every step.  First byte: options
  * (checked mode, thread-safe mode, small max_small and chunk_bytes, a
- * thread_keep_bytes of 1). */
+ * thread_keep_bytes of 1, a large_max of 64 KiB so that most large blocks
+ * are huge and go through the kept mappings, a limit_bytes of 4 MiB so
+ * that arenas are cut to size and kept memory is given back under it). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +39,17 @@ static void verify(const block_t *b, size_t slot, size_t upto)
         CHECK(b->p[i] == pattern(slot, i));
 }
 
-/* Sizes spread over tiny, class-boundary and large requests. */
+/* Sizes spread over tiny, class-boundary and large requests: large ones
+ * across one window, several, and (rarely) an arena's worth. */
 static size_t size_of(int a, int b)
 {
     size_t s = (size_t)(a < 0 ? 1 : a) | ((size_t)(b < 0 ? 0 : b) << 8);
-    switch (s % 4) {
-    case 0: return s % 64 + 1;
-    case 1: return s % 1024 + 1;
+    switch (s % 8) {
+    case 0: case 4: return s % 64 + 1;
+    case 1: case 5: return s % 1024 + 1;
     case 2: return s % 16384 + 1;
+    case 6: return s % 400000 + 16385;
+    case 7: return s % 64 == 7 ? s * 29 % 2000000 + 16385 : s % 200000 + 1;
     default: return s % 200000 + 1;
     }
 }
@@ -70,6 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Keep nothing: every full batch goes through the published stack. */
     opt.thread_keep_bytes = (data[0] & 8) ? 1 : 0;
+    if (data[0] & 16)
+        opt.large_max = 65536;
+    if (data[0] & 32)
+        opt.limit_bytes = (size_t)4 << 20;
     khl_pool_t *p = khl_pool_new(&opt);
     if (!p) {
         check_alloc_fini(&bk);
@@ -109,6 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case 4: case 5: {
             size_t n = size_of(next_op(&in), next_op(&in));
+            khl_pool_stats_t before, after;
+            khl_pool_stats(p, &before);
             unsigned char *q = (op & 1) ? khl_pool_realloc_unsized(p, b->p, n)
                                         : khl_pool_realloc(p, b->p, b->p ? b->n : 0, n);
             if (q) {
@@ -119,6 +130,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fill(b, slot);
             } else if (b->p) {
                 verify(b, slot, b->n);         /* failure leaves the block untouched */
+                khl_pool_stats(p, &after);     /* and the pool as it was */
+                CHECK(after.system_bytes == before.system_bytes && after.in_use_bytes == before.in_use_bytes &&
+                      after.large_blocks == before.large_blocks && after.meta_bytes == before.meta_bytes &&
+                      after.retained_bytes == before.retained_bytes);
             }
             break;
         }

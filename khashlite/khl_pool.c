@@ -63,6 +63,17 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->hot.classes = p->cls;
     p->page = page > 0 ? (size_t)page : 4096;
     p->limit = o.limit_bytes;
+    /* A span needs its header and at most ARENA_MAX_WINDOWS windows, and
+     * an arena's size must not overflow (32-bit, 1 GiB chunks). */
+    p->large_max = o.large_max ? o.large_max : KHL_POOL_DEFAULT_LARGE_MAX;
+    {
+        size_t win = SIZE_MAX / 4 / chunk < ARENA_MAX_WINDOWS ? SIZE_MAX / 4 / chunk : ARENA_MAX_WINDOWS;
+        if (p->large_max > win * chunk - FRAME_HEADER_BYTES)
+            p->large_max = win ? win * chunk - FRAME_HEADER_BYTES : 0;
+    }
+    /* Kept huge mappings: a few blocks just past large_max, so that a
+     * buffer regrown above it does not map and unmap each time. */
+    p->cache_max = 4 * (p->large_max > max_small ? p->large_max : KHL_POOL_DEFAULT_LARGE_MAX);
     p->prefault = !o.lazy_pages;
     p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
     if (o.backing)
@@ -109,10 +120,7 @@ void khl_pool_destroy(khl_pool_t *p)
             next = k->next;
             khl_i_frame_free(p, k->raw, k->raw_size);
         }
-    for (k = p->large; k; k = next) {
-        next = k->next;
-        khl_i_frame_free(p, k->raw, k->raw_size);
-    }
+    khl_i_large_destroy(p);
     meta_free(p->meta, p->index, p->index_cap * sizeof *p->index);
     meta_free(p->meta, p->self_raw, p->self_bytes);
 }
@@ -196,18 +204,16 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
     khl_i_locked_free(p, ptr, 0, "khl_pool_free_unsized");
 }
 
-/* A large block resized within its frame: counts neither alloc nor free. */
-static int large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
+/* A large block resized without a copy (khl_i_large_resize): counts
+ * neither alloc nor free.  NULL when it must move. */
+static void *large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
 {
-    if (nsize <= p->max_small || nsize > k->cap || nsize < k->size / 2)
-        return 0;
+    void *b;
     lock(p);
-    p->hot.in_use = p->hot.in_use - k->size + nsize;
-    if (p->hot.in_use > p->hot.peak)
-        p->hot.peak = p->hot.in_use;
-    k->size = nsize;
+    b = khl_i_large_resize(p, k, nsize);
+    KHL_I_DEBUG_CHECK(p);
     unlock(p);
-    return 1;
+    return b;
 }
 
 /* osize 0: unknown (from realloc_unsized). */
@@ -239,8 +245,8 @@ static NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, siz
             return ptr;
     } else {
         have = k->size;
-        if (large_in_place(p, k, nsize))
-            return ptr;
+        if ((q = large_in_place(p, k, nsize)) != NULL)
+            return q;
     }
     q = khl_pool_alloc(p, nsize);
     if (!q)
@@ -319,6 +325,7 @@ void khl_pool_trim(khl_pool_t *p)
         khl_i_cache_return_blocks(p, mine);
     for (i = 0; i < p->ncls; i++)
         khl_i_core_trim_class(p, i);
+    khl_i_large_trim(p);
     KHL_I_DEBUG_CHECK(p);
     unlock(p);
 }
@@ -348,6 +355,8 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
     s->meta_bytes = p->meta_bytes;
     s->chunks = p->nchunks;
     s->large_blocks = p->nlarge;
+    s->system_calls = p->sys_calls;
+    s->retained_bytes = p->retained;
     unlock(p);
 }
 

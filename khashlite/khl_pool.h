@@ -35,9 +35,18 @@
  * blocks: one mmap and, for classes of small blocks, one call that faults
  * its pages in at once (lazy_pages), so that the allocations after it never
  * stop on a page fault.
- * Larger requests get a frame of their own, aligned the same way, whose
- * header records the size: unsized free, realloc, block_size and owns work
- * on them too.
+ * Larger requests up to large_max (default 4 MiB) are spans: runs of
+ * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
+ * with a header at its first window that records the size, so unsized
+ * free, realloc, block_size and owns work on them too.  A freed span joins
+ * its free neighbours and serves the next large blocks, a span grows in
+ * place over free windows after it, and shrinking never moves it.  Blocks
+ * above large_max get a frame (mapping) of their own, aligned the same
+ * way; a few freed ones are kept for the next, and one grows by mremap,
+ * which moves pages instead of copying bytes.  Large memory goes back to
+ * the system on khl_pool_trim, when a second arena falls empty, when a kept
+ * mapping is pushed out by newer ones, or when limit_bytes needs the room:
+ * not once per call.
  *
  *     chunk (chunk_bytes, aligned to chunk_bytes)        large block frame
  *     +--------+------+------+------+-----------+        +--------+-------------+
@@ -88,6 +97,8 @@ typedef struct khl_pool_stats_s {
     size_t   meta_bytes;     /* bookkeeping taken from backing/libc: the pool itself and its chunk index */
     size_t   chunks;         /* small-block chunks held */
     size_t   large_blocks;   /* live large blocks */
+    uint64_t system_calls;   /* requests the pool made of the system: mmap, munmap, mremap, madvise, or calls of `backing` */
+    size_t   retained_bytes; /* part of system_bytes that holds no block and goes first under limit_bytes: empty arenas, kept mappings */
 } khl_pool_stats_t;
 
 typedef struct khl_pool_options {      /* a zero field means its default */
@@ -136,6 +147,15 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * use; a thread that frees more than it allocates (a consumer) hands
      * the surplus on.  Memory kept this way counts as in use to other
      * threads and to khl_pool_trim until the thread exits. */
+    size_t large_max;        /* largest block served from the pool's arenas; 0: KHL_POOL_DEFAULT_LARGE_MAX */
+    /* Blocks above max_small up to large_max are spans of the pool's
+     * arenas (see Design), capped at 64 * chunk_bytes less a header; a
+     * value up to max_small turns spans off (every large block a mapping
+     * of its own).  limit_bytes counts arenas whole, the free windows in
+     * them and kept mappings included; a call that would pass the limit
+     * gives back empty arenas and kept mappings first, so memory that only
+     * the pool holds never makes it fail.  An arena is 8 MiB unless the
+     * limit leaves less, then just what the block needs. */
 } khl_pool_options_t;
 
 /* Default max_small: 16 KiB.  Table blocks double on growth, so a table's
@@ -152,6 +172,12 @@ typedef struct khl_pool_options {      /* a zero field means its default */
  * 1.1 MB) frees and reuses them without a lock or an atomic operation,
  * while one thread holds at most that much freed memory from others. */
 #define KHL_POOL_DEFAULT_THREAD_KEEP_BYTES ((size_t)2 * 1024 * 1024)
+/* Default large_max: 4 MiB.  Interpreters regrow array and string buffers
+ * and GC pages of 16 KiB to a few MiB all the time; a mapping per block
+ * cost mruby 3 system calls per allocation and 6.5x its time on glibc.
+ * Above a few MiB the block's first write faults cost more than its
+ * mapping. */
+#define KHL_POOL_DEFAULT_LARGE_MAX ((size_t)4 * 1024 * 1024)
 
 /* Creates a pool.  opt may be NULL (all defaults); a zero field means its
  * default.  max_small is rounded up to a multiple of 16 and capped at 1 MiB;
@@ -172,8 +198,9 @@ void khl_pool_destroy(khl_pool_t *p);
 
 /* Allocates n bytes aligned to max_align_t.  NULL for n == 0 and on failure
  * (the pool is then unchanged).  O(1): a small request takes a free block
- * or bumps a pointer, at worst takes one chunk from the system; a large one is
- * one system request. */
+ * or bumps a pointer, at worst takes one chunk from the system; a large one
+ * takes free windows of an arena (O(arenas)), at worst one new arena or,
+ * above large_max, a kept mapping or one system request. */
 void *khl_pool_alloc(khl_pool_t *p, size_t n);
 
 /* count * n zeroed bytes; NULL when the product overflows, is 0, or on
@@ -183,7 +210,8 @@ void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n);
 /* Frees a block; n must be the size it was allocated with (or last
  * reallocated to) - any size of the same size class works.  NULL is a
  * no-op.  O(1) for small blocks: the class comes from n, no header is read;
- * a large block goes back to the system. */
+ * a large block's windows go back to its arena, a huge block's mapping is
+ * kept for the next or unmapped. */
 void khl_pool_free(khl_pool_t *p, void *ptr, size_t n);
 
 /* Frees a block without its size: the chunk header found by masking the
@@ -192,9 +220,12 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr);
 
 /* Resizes like realloc: NULL ptr allocates, nsize 0 frees and returns NULL.
  * osize is the block's current size as the caller knows it.  A block stays
- * where it is when nsize falls in the same size class (or, large, fits the
- * block's mapping and keeps at least half of it); otherwise it moves, with
- * min(osize, nsize) bytes copied.  On failure returns NULL and ptr is
+ * where it is when nsize falls in the same size class, or when it is large
+ * and stays above max_small and: shrinks; or is a span that stays within
+ * large_max and whose arena has the windows after it free; or is huge and
+ * fits its mapping.  A huge block of a pool without `backing` that outgrows
+ * its mapping moves by mremap (its pages, no copy).  Otherwise it moves,
+ * with min(osize, nsize) bytes copied.  On failure returns NULL and ptr is
  * untouched and still live.  O(1) plus the copy. */
 void *khl_pool_realloc(khl_pool_t *p, void *ptr, size_t osize, size_t nsize);
 
@@ -228,7 +259,8 @@ int khl_pool_owns(const khl_pool_t *p, const void *ptr);
 int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
 
 /* Gives back to the system every chunk that holds no live block, except
- * those needed to keep outstanding reserves ready.  In a thread-safe pool
+ * those needed to keep outstanding reserves ready, every arena that holds
+ * no large block and every kept huge mapping.  In a thread-safe pool
  * the calling thread's cache for this pool goes back first, all of it
  * (blocks to hand out, blocks it freed, batches it kept, never-used runs;
  * its next allocation refills under the lock), and so do the batches
@@ -264,7 +296,8 @@ khl_allocator_t khl_pool_allocator(khl_pool_t *p);
  * blocks (bundles and batches of exited threads: every one a handed-out slot of
  * its class, none counted twice in a cycle, none live in a checked pool),
  * the count equations (free blocks = slots handed out - (allocs - frees),
- * in_use and the large blocks, reserves), and the calling thread's own
+ * in_use and the large blocks, reserves), every arena's windows (exactly
+ * its spans', none twice) and the kept mappings, and the calling thread's own
  * cache - and returns 0, or prints the first broken invariant on stderr and
  * returns -1.  It reads only memory the pool owns, so a corrupted pool
  * gives a message, not a crash (invariants: khl_pool_internal.h).  The

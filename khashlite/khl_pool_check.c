@@ -296,6 +296,85 @@ static int own_cache_ok(const khl_pool_t *p)
     return 0;
 }
 
+/* A span: in one of the pool's arenas, its windows inside it and in use,
+ * its header saying as much. */
+static int span_ok(const khl_pool_t *p, const chunk_t *k)
+{
+    const arena_t *a;
+    size_t n = 0;
+    for (a = p->arenas; a && a != (const arena_t *)k->raw; a = a->next)
+        if (++n > p->narenas)
+            return broken("arena list longer than narenas (%zu)", p->narenas);
+    if (!a)
+        return broken("large block %p: arena %p is not one of the pool's", (const void *)k->slots, k->raw);
+    if ((const char *)k < a->base || (size_t)((const char *)k - a->base) % p->chunk_bytes ||
+        k->cls > ARENA_MAX_WINDOWS ||
+        (size_t)((const char *)k - a->base) / p->chunk_bytes + k->cls > a->nwin ||
+        k->raw_size != (size_t)k->cls * p->chunk_bytes || k->cap != k->raw_size - FRAME_HEADER_BYTES ||
+        k->size > p->large_max)
+        return broken("span %p: %u windows of arena %p (%u windows), room %zu, size %zu",
+                      (const void *)k->slots, k->cls, (const void *)a, a->nwin, k->cap, k->size);
+    return 0;
+}
+
+/* Every arena's used bits are exactly its spans' windows, none twice;
+ * empty arenas and the bytes they retain are counted right. */
+static int arenas_ok(const khl_pool_t *p, size_t *raw)
+{
+    const arena_t *a, *prev = NULL;
+    size_t n = 0, empty = 0, retained = 0;
+    for (a = p->arenas; a; prev = a, a = a->next) {
+        uint64_t seen = 0;
+        const chunk_t *k;
+        if (++n > p->narenas)
+            return broken("arena list longer than narenas (%zu)", p->narenas);
+        if (a->prev != prev || (uintptr_t)a->base & p->hot.mask || !a->nwin || a->nwin > ARENA_MAX_WINDOWS ||
+            a->raw_size != khl_i_frame_cost(p, a->nwin * p->chunk_bytes))
+            return broken("arena %p: mislinked, unaligned or of %u windows in %zu bytes", (const void *)a,
+                          a->nwin, a->raw_size);
+        for (k = p->large; k; k = k->next)
+            if (k->cls && k->raw == (const void *)a) {
+                unsigned start = (unsigned)((size_t)((const char *)k - a->base) / p->chunk_bytes);
+                uint64_t m = (k->cls >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << k->cls) - 1) << start;
+                if (seen & m)
+                    return broken("arena %p: span %p overlaps another", (const void *)a, (const void *)k);
+                seen |= m;
+            }
+        if (seen != a->used)
+            return broken("arena %p: used bits %#llx, its spans cover %#llx", (const void *)a,
+                          (unsigned long long)a->used, (unsigned long long)seen);
+        if (!a->used) {
+            empty++;
+            retained += a->raw_size;
+        }
+        *raw += a->raw_size;
+    }
+    if (n != p->narenas || empty != p->nempty || empty > KEEP_EMPTY_ARENAS)
+        return broken("%zu arenas, %zu empty; the pool counts %zu and %zu", n, empty, p->narenas, p->nempty);
+    if (retained + p->cached_bytes != p->retained)
+        return broken("retained %zu, empty arenas and kept mappings hold %zu", p->retained,
+                      retained + p->cached_bytes);
+    return 0;
+}
+
+/* Kept huge mappings: out of the index, counted in cached_bytes. */
+static int huge_cache_ok(const khl_pool_t *p, size_t *raw)
+{
+    const chunk_t *k, *prev = NULL;
+    size_t n = 0, bytes = 0;
+    for (k = p->huge_cache; k; prev = k, k = k->next) {
+        if (++n > HUGE_CACHE_FRAMES || k->prev != prev || (uintptr_t)k & p->hot.mask ||
+            khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE || k->cls)
+            return broken("kept mapping %p: mislinked, indexed or not a huge frame", (const void *)k);
+        bytes += k->raw_size;
+    }
+    if (n != p->ncached || bytes != p->cached_bytes || bytes > p->cache_max)
+        return broken("%zu kept mappings of %zu bytes; the pool counts %zu of %zu", n, bytes, p->ncached,
+                      p->cached_bytes);
+    *raw += bytes;
+    return 0;
+}
+
 int khl_i_check_held(const khl_pool_t *p)
 {
     class_totals_t tot = {0, 0, 0};
@@ -338,9 +417,14 @@ int khl_i_check_held(const khl_pool_t *p)
                           (const void *)k);
         if (k->size <= p->max_small || k->size > k->cap || k->slots != (const char *)k + FRAME_HEADER_BYTES)
             return broken("large block %p: size %zu, room %zu", (const void *)k->slots, k->size, k->cap);
+        if (k->cls && span_ok(p, k) < 0)
+            return -1;
         large_bytes += k->size;
-        tot.raw += k->raw_size;
+        if (!k->cls)
+            tot.raw += k->raw_size;
     }
+    if (arenas_ok(p, &tot.raw) < 0 || huge_cache_ok(p, &tot.raw) < 0)
+        return -1;
     if (tot.chunks != p->nchunks || nlarge != p->nlarge)
         return broken("nchunks %zu, nlarge %zu; the lists hold %zu and %zu", p->nchunks, p->nlarge,
                       tot.chunks, nlarge);

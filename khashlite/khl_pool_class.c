@@ -1,28 +1,9 @@
 /* khl_pool_class.c: the single-threaded core of the pool, which thread-safe
  * pools run under their lock - chunks and the size classes they serve, the
- * free blocks' bundles, bump allocation, reserve and trim, large blocks, and
- * the locked paths (core_* and locked_*: every call no fast path serves).
+ * free blocks' bundles, bump allocation, reserve and trim, and the locked
+ * paths (core_* and locked_*: every call no fast path serves).
  * Invariants: khl_pool_internal.h. */
 #include "khl_pool_internal.h"
-
-static void list_push(chunk_t **head, chunk_t *k)
-{
-    k->prev = NULL;
-    k->next = *head;
-    if (*head)
-        (*head)->prev = k;
-    *head = k;
-}
-
-static void list_unlink(chunk_t **head, chunk_t *k)
-{
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        *head = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Chunks                                                                    */
@@ -59,7 +40,7 @@ static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
     k->trim_free = 0;
     if (p->flags & F_CHECKED)
         memset(k->live, 0, (k->cap + 7) / 8);
-    list_push(&p->cls[c].chunks, k);
+    chunk_list_push(&p->cls[c].chunks, k);
     p->nchunks++;
 }
 
@@ -88,14 +69,16 @@ static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
         khl_i_frame_release(p, k);
         return NULL;
     }
-    if (k)
+    if (k) {
         chunk_init(p, k, c);
+        khl_i_large_shed(p);   /* the limit may have counted on kept large memory */
+    }
     return k;
 }
 
 static void chunk_release(khl_pool_t *p, chunk_t *k)
 {
-    list_unlink(&p->cls[k->cls].chunks, k);
+    chunk_list_unlink(&p->cls[k->cls].chunks, k);
     p->nchunks--;
     khl_i_frame_release(p, k);
 }
@@ -232,33 +215,6 @@ void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Large blocks                                                              */
-
-static void *large_alloc(khl_pool_t *p, size_t n)
-{
-    chunk_t *k;
-    if (n > SIZE_MAX - FRAME_HEADER_BYTES)
-        return NULL;
-    k = khl_i_frame_new(p, FRAME_HEADER_BYTES + n, KIND_LARGE);
-    if (!k)
-        return NULL;
-    k->cls = 0;
-    k->size = n;
-    k->slots = (char *)k + FRAME_HEADER_BYTES;
-    k->cap = (size_t)((char *)k->raw + k->raw_size - k->slots);
-    list_push(&p->large, k);
-    p->nlarge++;
-    return k->slots;
-}
-
-static void large_free(khl_pool_t *p, chunk_t *k)
-{
-    list_unlink(&p->large, k);
-    p->nlarge--;
-    khl_i_frame_release(p, k);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Reserve and trim                                                          */
 
 /* Write one byte per page so the first allocations do not fault. */
@@ -307,6 +263,7 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         c->fresh = added;
         c->fresh_slots += added->cap;
     }
+    khl_i_large_shed(p);
     /* Free blocks were used, so their pages are in; the rest of the
      * reserve comes first from the current chunk's never-used slots. */
     in_bump = need > nfree ? need - nfree : 0;
@@ -408,7 +365,7 @@ static void *core_alloc(khl_pool_t *p, size_t n)
             khl_i_set_live(chunk_of(p, b), b, 1);
         note_alloc(p, c->size);
     } else {
-        b = large_alloc(p, n);
+        b = khl_i_large_alloc(p, n);
         if (!b)
             return NULL;
         p->large_allocs++;
@@ -426,7 +383,7 @@ static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
     if (n ? n > p->max_small : k->kind == KIND_LARGE) {
         p->large_frees++;
         p->hot.in_use -= k->size;
-        large_free(p, k);
+        khl_i_large_free(p, k);
         return;
     }
     if (p->flags & F_CHECKED)

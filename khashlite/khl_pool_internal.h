@@ -11,7 +11,9 @@
  *   khl_pool_internal.h  this: types, invariants, inline helpers
  *   khl_pool_os.c        system memory (mmap or `backing`) and the chunk index
  *   khl_pool_class.c     chunks, size classes, bundles, bump, reserve, trim,
- *                        large blocks, the locked paths
+ *                        the locked paths
+ *   khl_pool_large.c     blocks above max_small: spans of arenas, huge
+ *                        frames and the mappings kept for them
  *   khl_pool_thread.c    per-thread caches of thread-safe pools
  *   khl_pool_check.c     checked mode's per-call checks, khl_pool_check
  *   khl_pool.c           the public functions and the pool's lifetime
@@ -48,11 +50,19 @@
  * ===========================================================================
  * Invariants (khl_pool_check verifies them; "|x|" is a count)
  *
- * Frames.  Every chunk and every large block is a frame: chunk_bytes-aligned,
- * a chunk_t header at its start, and its address in the chunk index:
+ * Frames.  Every chunk and every live large block is a frame: chunk_bytes-
+ * aligned, a chunk_t header at its start, and its address in the chunk index:
  *   index_n = nchunks + nlarge,  2 * index_n <= index_cap (a power of two)
- *   system  = sum over frames of raw_size
+ *   system  = sum over chunks and huge blocks of raw_size
+ *           + sum over arenas of raw_size + cached_bytes
  *   nchunks = sum over classes c of |c.chunks|,   nlarge = |large|
+ * A large block is a span (cls = its windows, 1..64; raw = its arena_t) or
+ * huge (cls = 0; a frame of its own).  A span covers windows start..start+
+ * cls of its arena, whose `used` bits are exactly the union of its spans'
+ * windows, no two overlapping.  Freed huge frames in huge_cache (ncached,
+ * cached_bytes) are out of the index, their header as it was.
+ *   retained = cached_bytes + sum over arenas with used == 0 of raw_size
+ *   nempty   = |arenas with used == 0| <= KEEP_EMPTY_ARENAS after any call
  * A chunk of class c holds cap slots of c.size bytes from `slots`; slots
  * below its bump pointer were handed out at least once, the rest never were.
  * For the class's current chunk (c.cur) the bump pointer is c.bump, c.end is
@@ -115,6 +125,12 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #define KIND_SMALL_GUARDED KHL_POOL_I_KIND_SMALL_GUARDED   /* "khlS": small-block chunk of a thread-safe or checked pool */
 #define KIND_LARGE         0x6b686c4cu   /* "khlL": a large block's frame */
 
+/* Large blocks: spans of arenas up to large_max (see khl_pool_large.c). */
+#define ARENA_MAX_WINDOWS 64u            /* one bit per window in a uint64_t */
+#define ARENA_BYTES ((size_t)8 << 20)    /* an arena's size when the limit allows */
+#define KEEP_EMPTY_ARENAS 1u             /* empty arenas kept for the next blocks */
+#define HUGE_CACHE_FRAMES 4u             /* freed huge mappings kept */
+
 #define F_THREADS 1u
 #define F_CHECKED 2u
 
@@ -155,6 +171,17 @@ KHL_STATIC_ASSERT(offsetof(chunk_t, kind) == offsetof(khl_pool_frame_head_t, kin
                   offsetof(chunk_t, cls) == offsetof(khl_pool_frame_head_t, cls),
                   "a chunk header starts as khl_pool_inline.h reads it");
 
+/* An arena: windows of chunk_bytes that span blocks are cut from.  Its
+ * record lives in meta memory, so a wholly free arena holds no header. */
+typedef struct khl_pool_arena {
+    struct khl_pool_arena *prev, *next;
+    char *base;                   /* first window, chunk_bytes-aligned */
+    void *raw;                    /* what the system gave, and its size */
+    size_t raw_size;
+    unsigned nwin;                /* windows, at most ARENA_MAX_WINDOWS */
+    uint64_t used;                /* bit i: window i belongs to a span */
+} arena_t;
+
 /* A size class's record and its bundles of free blocks: khl_pool_inline.h,
  * where the inline fast paths read them. */
 typedef khl_pool_class_t cls_t;
@@ -188,7 +215,14 @@ struct khl_pool {
     void *self_raw;               /* the pool's own allocation, aligned inside */
     size_t self_bytes;
     size_t system, meta_bytes, nchunks, nlarge;
-    chunk_t *large;
+    uint64_t sys_calls;           /* requests to mmap/munmap/mremap/madvise or backing */
+    chunk_t *large;               /* live large blocks, spans and huge */
+    size_t large_max;             /* largest span block; above it, huge */
+    arena_t *arenas;
+    size_t narenas, nempty;
+    chunk_t *huge_cache;          /* freed huge frames kept, newest first */
+    size_t ncached, cached_bytes, cache_max;
+    size_t retained;              /* system bytes no block holds: empty arenas, kept frames */
     uintptr_t *index;             /* open addressing set of frame addresses */
     size_t index_cap, index_n;
     unsigned ncls;
@@ -280,10 +314,12 @@ static inline void note_alloc(khl_pool_t *p, size_t bytes)
         p->hot.peak = p->hot.in_use;
 }
 
-/* 1 when the pool may take `cost` more bytes from the system. */
+/* 1 when the pool may take `cost` more bytes from the system: what it
+ * retains without a block in it goes back first (khl_i_large_shed), so a
+ * freed large block never makes a later call fail. */
 static inline int within_limit(const khl_pool_t *p, size_t cost)
 {
-    return !p->limit || (cost <= p->limit && p->system <= p->limit - cost);
+    return !p->limit || (cost <= p->limit && p->system - p->retained <= p->limit - cost);
 }
 
 static inline void *meta_alloc(const khl_allocator_t *a, size_t n)
@@ -295,6 +331,27 @@ static inline void meta_free(const khl_allocator_t *a, void *ptr, size_t n)
 {
     if (ptr)
         a->fn(a->ud, ptr, n, 0);
+}
+
+/* A class's chunks, the live large blocks, the kept huge frames: lists
+ * linked through prev/next. */
+static inline void chunk_list_push(chunk_t **head, chunk_t *k)
+{
+    k->prev = NULL;
+    k->next = *head;
+    if (*head)
+        (*head)->prev = k;
+    *head = k;
+}
+
+static inline void chunk_list_unlink(chunk_t **head, chunk_t *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        *head = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
 }
 
 static inline size_t bump_left(const cls_t *c)
@@ -370,7 +427,21 @@ KHL_I_HIDDEN chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kin
 KHL_I_HIDDEN void khl_i_frame_adopt(khl_pool_t *p, chunk_t *k);
 KHL_I_HIDDEN chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind);
 KHL_I_HIDDEN void khl_i_frame_release(khl_pool_t *p, chunk_t *k);
-KHL_I_HIDDEN int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k);
+KHL_I_HIDDEN int khl_i_frame_prefault(khl_pool_t *p, chunk_t *k);
+KHL_I_HIDDEN char *khl_i_region_take(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size);
+KHL_I_HIDDEN void khl_i_index_add(khl_pool_t *p, uintptr_t key);
+KHL_I_HIDDEN void khl_i_index_remove(khl_pool_t *p, uintptr_t key);
+KHL_I_HIDDEN chunk_t *khl_i_frame_remap(khl_pool_t *p, chunk_t *k, size_t raw_size);
+KHL_I_HIDDEN void khl_i_frame_cut(khl_pool_t *p, chunk_t *k, size_t raw_size);
+
+/* khl_pool_large.c: blocks above max_small (lock held) */
+
+KHL_I_HIDDEN void *khl_i_large_alloc(khl_pool_t *p, size_t n);
+KHL_I_HIDDEN void khl_i_large_free(khl_pool_t *p, chunk_t *k);
+KHL_I_HIDDEN void *khl_i_large_resize(khl_pool_t *p, chunk_t *k, size_t nsize);
+KHL_I_HIDDEN void khl_i_large_shed(khl_pool_t *p);
+KHL_I_HIDDEN void khl_i_large_trim(khl_pool_t *p);
+KHL_I_HIDDEN void khl_i_large_destroy(khl_pool_t *p);
 
 /* khl_pool_class.c: classes, reserve, trim, the locked paths */
 

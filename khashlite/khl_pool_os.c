@@ -1,8 +1,9 @@
-/* khl_pool_os.c: the pool's system memory - frames (chunks and large
- * blocks) aligned to chunk_bytes, from mmap or the caller's backing
+/* khl_pool_os.c: the pool's system memory - frames (chunks, huge blocks and
+ * arenas) aligned to chunk_bytes, from mmap or the caller's backing
  * allocator - and the chunk index, the set of frame addresses that tells
  * the pool's memory from any other.  Every function runs with the pool's
- * lock held (thread-safe pools). */
+ * lock held (thread-safe pools), and counts the system calls it makes in
+ * sys_calls (khl_pool_stats: system_calls). */
 #define _GNU_SOURCE 1   /* MAP_ANONYMOUS under -std=c11 */
 
 #include "khl_pool_internal.h"
@@ -29,13 +30,14 @@ size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes)
  * allocator's memory is left as it gives it.  -1 when the memory cannot be
  * had: the caller gives the frame back and fails, as when mmap fails,
  * instead of a later write faulting. */
-int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k)
+int khl_i_frame_prefault(khl_pool_t *p, chunk_t *k)
 {
     volatile char *q;
     char *a = (char *)k->raw;
     if (p->backing.fn)
         return 0;
 #ifdef MADV_POPULATE_WRITE
+    p->sys_calls++;
     if (madvise(a, k->raw_size, MADV_POPULATE_WRITE) == 0)
         return 0;
     if (errno == ENOMEM)
@@ -44,6 +46,19 @@ int khl_i_frame_prefault(const khl_pool_t *p, chunk_t *k)
     for (q = a; q < (volatile char *)(a + k->raw_size); q += p->page)
         *q = 0;
     return 0;
+}
+
+/* Unmaps what lies around a..a+len in the mapping m..m+map. */
+static void trim_slack(khl_pool_t *p, char *m, size_t map, char *a, size_t len)
+{
+    if (a > m) {
+        p->sys_calls++;
+        munmap(m, (size_t)(a - m));
+    }
+    if (m + map > a + len) {
+        p->sys_calls++;
+        munmap(a + len, (size_t)(m + map - (a + len)));
+    }
 }
 
 /* A frame of `bytes` aligned to chunk_bytes.  mmap over-maps and unmaps the
@@ -55,6 +70,7 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
     *raw_size = khl_i_frame_cost(p, bytes);
     if (!*raw_size)
         return NULL;
+    p->sys_calls++;
     if (p->backing.fn) {
         char *m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
         if (!m)
@@ -68,17 +84,21 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
         if (m == MAP_FAILED)
             return NULL;
         a = (char *)align_up((uintptr_t)m, align);
-        if (a > m)
-            munmap(m, (size_t)(a - m));
-        if (m + map > a + len)
-            munmap(a + len, (size_t)(m + map - (a + len)));
+        trim_slack(p, m, map, a, len);
         *raw = a;
         return a;
     }
 }
 
+/* Memory aligned to chunk_bytes for an arena: counted by the caller. */
+char *khl_i_region_take(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size)
+{
+    return frame_alloc(p, bytes, raw, raw_size);
+}
+
 void khl_i_frame_free(khl_pool_t *p, void *raw, size_t raw_size)
 {
+    p->sys_calls++;
     if (p->backing.fn)
         p->backing.fn(p->backing.ud, raw, raw_size, 0);
     else
@@ -139,6 +159,13 @@ int khl_i_index_make_room(khl_pool_t *p, size_t n)
     return 0;
 }
 
+/* Adds a frame's address; the index must have room (khl_i_index_make_room). */
+void khl_i_index_add(khl_pool_t *p, uintptr_t key)
+{
+    index_put(p->index, p->index_cap, key);
+    p->index_n++;
+}
+
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void index_del(khl_pool_t *p, uintptr_t key)
 {
@@ -180,9 +207,13 @@ chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
  * (khl_i_index_make_room). */
 void khl_i_frame_adopt(khl_pool_t *p, chunk_t *k)
 {
-    index_put(p->index, p->index_cap, (uintptr_t)k);
-    p->index_n++;
+    khl_i_index_add(p, (uintptr_t)k);
     p->system += k->raw_size;
+}
+
+void khl_i_index_remove(khl_pool_t *p, uintptr_t key)
+{
+    index_del(p, key);
 }
 
 /* A frame of the given kind, indexed and counted.  The frame comes before
@@ -205,4 +236,52 @@ void khl_i_frame_release(khl_pool_t *p, chunk_t *k)
     index_del(p, (uintptr_t)k);
     p->system -= k->raw_size;
     khl_i_frame_free(p, k->raw, k->raw_size);
+}
+
+/* A mapped frame (no backing) resized to raw_size bytes with its pages
+ * moved, not copied: in place when the address space after it is free,
+ * else into a fresh reservation aligned to chunk_bytes.  Returns its header
+ * where it now is, or NULL with the frame untouched.  Counts nothing. */
+chunk_t *khl_i_frame_remap(khl_pool_t *p, chunk_t *k, size_t raw_size)
+{
+#ifdef MREMAP_FIXED
+    size_t align = p->chunk_bytes, map = raw_size + align - p->page;
+    char *m, *a;
+    void *r;
+    p->sys_calls++;
+    if (mremap(k->raw, k->raw_size, raw_size, 0) != MAP_FAILED) {
+        k->raw_size = raw_size;
+        return k;
+    }
+    if (raw_size > SIZE_MAX - align)
+        return NULL;
+    p->sys_calls++;
+    m = (char *)mmap(NULL, map, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    a = (char *)align_up((uintptr_t)m, align);
+    p->sys_calls++;
+    r = mremap(k->raw, k->raw_size, raw_size, MREMAP_MAYMOVE | MREMAP_FIXED, a);
+    if (r == MAP_FAILED) {
+        p->sys_calls++;
+        munmap(m, map);
+        return NULL;
+    }
+    trim_slack(p, m, map, a, raw_size);
+    k = (chunk_t *)(void *)a;
+    k->raw = a;
+    k->raw_size = raw_size;
+    return k;
+#else
+    (void)p, (void)k, (void)raw_size;
+    return NULL;
+#endif
+}
+
+/* Gives back a mapped frame's pages from raw_size (a multiple of the page)
+ * on; counts nothing. */
+void khl_i_frame_cut(khl_pool_t *p, chunk_t *k, size_t raw_size)
+{
+    p->sys_calls++;
+    munmap((char *)k->raw + raw_size, k->raw_size - raw_size);
 }

@@ -47,6 +47,7 @@
 #define _GNU_SOURCE
 #include "harness/alloc.h"
 #include "harness/bench.h"
+#include "harness/dl.h"
 #include "fastmm_direct.h"
 #include "fastmm_loop.h"
 #include "khashlite/khl_pool.h"
@@ -204,23 +205,17 @@ static void add(contenders_t *cs, const char *name, fastmm_fn published, fastmm_
     cs->c[cs->n++] = (contender_t){name, {published, write}, ctx, pool};
 }
 
-/* A malloc from a Debian shared library, loaded beside glibc's.  If it
- * cannot be loaded its rows are missing from the report, nothing else. */
+/* A malloc from a Debian shared library, loaded beside glibc's
+ * (harness/dl.h).  If it cannot be loaded its rows are missing from the
+ * report, nothing else. */
 static void add_dl(contenders_t *cs, int i, const char *name, const char *soname)
 {
-    void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+    void *h = bench_dl_malloc(soname, name);
     libc_like_t *l = &cs->libc[i];
-    if (!h) {
-        fprintf(stderr, "fastmm: no %s row: %s\n", name, dlerror());
+    if (!h)
         return;
-    }
-    /* The library stays loaded until exit: its caches may hold its heap. */
-    *(void **)&l->malloc = dlsym(h, "malloc");
-    *(void **)&l->free = dlsym(h, "free");
-    if (!l->malloc || !l->free || l->malloc == opaque_malloc) {
-        fprintf(stderr, "fastmm: no %s row: %s does not bring its own malloc\n", name, soname);
-        return;
-    }
+    *(void **)&l->malloc = bench_dl_sym(h, "malloc", (void *)malloc);
+    *(void **)&l->free = bench_dl_sym(h, "free", (void *)free);
     add(cs, name, fm_libc_like_published, fm_libc_like_write, l, NULL);
 }
 
@@ -788,29 +783,11 @@ static int run_threads(const bench_opts_t *o, const contenders_t *cs)
     return rc;
 }
 
-/* jemalloc's library keeps its thread state in initial-exec TLS, which
- * dlopen can only place in glibc's static TLS surplus, by default too small
- * for it.  The surplus is a tunable read at startup: set it and start again
- * (once).  If that fails the jemalloc row is missing, nothing else. */
-static void make_room_for_jemalloc(char **argv)
-{
-    static const char tunable[] = "glibc.rtld.optional_static_tls=65536";
-    const char *old = getenv("GLIBC_TUNABLES");
-    char buf[1024];
-    if (getenv("KHL_BENCH_FASTMM_REEXEC") || (old && strstr(old, "optional_static_tls")))
-        return;
-    snprintf(buf, sizeof buf, "%s%s%s", old ? old : "", old ? ":" : "", tunable);
-    if (setenv("GLIBC_TUNABLES", buf, 1) == 0 && setenv("KHL_BENCH_FASTMM_REEXEC", "1", 1) == 0) {
-        fflush(NULL);
-        execv("/proc/self/exe", argv);
-    }
-}
-
 int main(int argc, char **argv)
 {
     bench_opts_t o;
     contenders_t cs;
-    make_room_for_jemalloc(argv);
+    bench_dl_make_room_for_jemalloc(argv);
     bench_parse(argc, argv, &o,
                 "seed_fastmm: the loop of post 003 (docs/posts.md) with glibc, tcmalloc, jemalloc, "
                 "mimalloc, khl_pool (called and inlined) and a no-allocator floor in one "

@@ -292,6 +292,51 @@ static void mruby_section(FILE *o)
     dump(o, "mruby");
 }
 
+/* large_churn (bench/programs/largechurn.c): issue 21's large blocks. */
+#define LARGE_CHURN_LAYOUT "16K-1M/64MiB"
+
+static double lc_val(const char *a, const char *m)
+{
+    return val("large_churn", "alloc", LARGE_CHURN_LAYOUT, a, -1, m);
+}
+
+static void large_churn_section(FILE *o)
+{
+    fprintf(o, "\n## Large-block churn\n\nIssue 21: buffers of 16 KiB-1 MiB (log-uniform) growing "
+               "by realloc to 1.5x and replaced, a 64 MiB live set, every page of new bytes written "
+               "once; every allocator in one process, interleaved run by run with the order rotated "
+               "(bench/programs/largechurn.c). Seconds for the operations after the fill; resident "
+               "memory left after everything is freed and given back (malloc_trim, mi_collect, "
+               "jemalloc's purge, tcmalloc's ReleaseFreeMemory, khl_pool_trim); system calls "
+               "counted by the pool itself.\n\n"
+               "| allocator | seconds | time / khl_pool's | RSS at the end of the operations (MiB) | "
+               "RSS after trim (KiB) | syscalls / 1000 ops |\n"
+               "|---|---|---|---|---|---|\n");
+    for (int a = 0; a < N_ALLOC; ++a) {
+        double sec = lc_val(allocators[a], "seconds");
+        if (isnan(sec))
+            continue;
+        fprintf(o, "| %s |", allocators[a]);
+        cell(o, sec, "%.3f");
+        cell(o, lc_val(allocators[a], "ratio_to_khl_pool"), "%.2f");
+        cell(o, lc_val(allocators[a], "rss_after_ops_bytes") / 1048576, "%.1f");
+        cell(o, lc_val(allocators[a], "rss_after_trim_bytes") / 1024, "%.0f");
+        cell(o, lc_val(allocators[a], "syscalls_per_1000_ops"), "%.2f");
+        fputc('\n', o);
+    }
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    target(o, "large churn: glibc time / khl_pool time", lc_val("glibc", "ratio_to_khl_pool"), 1.2, 1, "x");
+    target(o, "large churn: mimalloc time / khl_pool time", lc_val("mimalloc", "ratio_to_khl_pool"), 1.0, 1,
+           "x");
+    target(o, "large churn: khl_pool system calls per 1000 operations", lc_val("khl_pool",
+           "syscalls_per_1000_ops"), 1.0, 0, "");
+    /* The run's blocks are all large: no size class, so one chunk in all. */
+    target(o, "large churn: khl_pool RSS after free-all + trim (KiB, one chunk per class)",
+           lc_val("khl_pool", "rss_after_trim_bytes") / 1024, 128, 0, "");
+    target(o, "large churn: khl_pool system bytes after trim", lc_val("khl_pool", "system_bytes_after_trim"),
+           0, 0, "");
+}
+
 static void targets(FILE *o)
 {
     fprintf(o, "\n## Targets\n\nMeasured in this run, never asserted by `make test`.\n\n"
@@ -1337,6 +1382,7 @@ int main(int argc, char **argv)
     seeds_side_by_side(o);
     pool_latency_section(o);
     pool_threads_section(o);
+    large_churn_section(o);
     fprintf(o, "\n### Every seed measurement\n");
     dump(o, "seed_");
     fprintf(o, "\n## Machine and build\n\n```\n");

@@ -17,7 +17,7 @@ for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline khl_pool_hook
 done
 for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \
          seed_fastmm pool_latency pool_threads seed_hhs seed_lighttpd seed_latency seed_locks peers \
-         vs_khash tiny growth; do
+         vs_khash tiny growth large_churn; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
 for s in '## Headline' '## Targets' '## Table core v2 targets' '## Many live tables' '## One large table' \
@@ -43,6 +43,14 @@ for tg in 'mimalloc / khl_pool_hook' 'threads sharing one pool' 'threads, a pool
         || fail "REPORT.md has no measured '$tg' target"
 done
 grep -qF '### Threads sharing one allocator' "$dir/REPORT.md" || fail "REPORT.md lacks the threads section"
+# Issue 21's rows: large-block churn, every target measured.
+grep -qF '## Large-block churn' "$dir/REPORT.md" || fail "REPORT.md lacks the large-block churn section"
+for a in glibc mimalloc khl_pool; do
+    grep -q "^large_churn,alloc,[^,]*,$a," "$csv" || fail "no large_churn rows for $a"
+done
+if [ "$(grep '^| large churn: ' "$dir/REPORT.md" | grep -cv 'not measured')" -ne 5 ]; then
+    fail "REPORT.md lacks a measured large churn target"
+fi
 for p in churn_ns churn_ratio churn_bytes latency; do
     grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
 done

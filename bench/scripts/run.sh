@@ -40,6 +40,9 @@ done
 # seed_fastmm: one binary that loads every malloc itself (bench/programs/fastmm.c).
 echo "[bench] seed_fastmm, every allocator in one process, $(( $(date +%s) - start )) s" >&2
 "$BUILD/bench/khl-bench-fastmm" "${flags[@]}" >> "$csv"
+# large_churn: the same way, for blocks of 16 KiB-1 MiB (bench/programs/largechurn.c).
+echo "[bench] large_churn, every allocator in one process, $(( $(date +%s) - start )) s" >&2
+"$BUILD/bench/khl-bench-largechurn" "${flags[@]}" >> "$csv"
 # Real interpreters (mruby, Lua) running scripts on each allocator.
 if [ -f bench/scripts/interp.sh ]; then
     BUILD=$BUILD bash bench/scripts/interp.sh "$mode" "$csv"

@@ -1,0 +1,26 @@
+/* dl.h: the other mallocs loaded into one process beside glibc's, for the
+ * programs that interleave every allocator in one process (fastmm.c,
+ * largechurn.c): each Debian shared library dlopen'ed with RTLD_LOCAL so it
+ * keeps its own heap, its functions called through pointers. */
+#ifndef KHL_BENCH_DL_H
+#define KHL_BENCH_DL_H
+
+#include <stddef.h>
+
+/* The library's own symbol `name` (NULL when it lacks one, or when the
+ * symbol is glibc's: RTLD_LOCAL lookups fall through to the process's). */
+void *bench_dl_sym(void *handle, const char *name, void *glibc_own);
+
+/* The library loaded (NULL with a message naming `who` on stderr when it
+ * cannot be, or brings no malloc of its own).  It stays loaded until exit:
+ * its caches may hold its heap. */
+void *bench_dl_malloc(const char *soname, const char *who);
+
+/* jemalloc's library keeps its thread state in initial-exec TLS, which
+ * dlopen can only place in glibc's static TLS surplus, by default too small
+ * for it.  The surplus is a tunable read at startup: this sets it and
+ * starts the program again (once).  If that fails the jemalloc rows are
+ * missing, nothing else.  Call first thing in main. */
+void bench_dl_make_room_for_jemalloc(char **argv);
+
+#endif
