@@ -5,24 +5,37 @@
  * ---------------------------------------------------------------------------
  * The block
  *
- *     [khl_block_t 16 B][ctrl: n_buckets B][pad][pairs: n_buckets x sizeof(pair)]
+ *     one group (n <= 16):        [khl_block_t 8 B][ctrl: n B][pad][slots]
+ *     more (n >= 32):  [khl_block_ext_t 8 B][khl_block_t 8 B][ctrl: n B][pad][slots]
  *
- * A pair is the key, then the value for maps (boost's shape): a hit reads one
- * control group and one pair, usually one cache line beyond the group's.
- * Pairs are aligned for their type in memory (not only within the block: the
- * hook promises max_align_t, khl_max_align_t here; an over-aligned pair gets
- * slack), and in tables
- * of 256 buckets or more to 64 bytes, so a group's first pairs share its
- * first line.  pairs_pad records where they start for this block's address.
+ * The block pointer is the header's address: the control bytes are always
+ * 8 bytes past it.  A one-group table's header {n_buckets, size} is all its
+ * counters (it has no tombstones, may fill, and its shift is constant), so 4
+ * keys of 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112, what
+ * mruby 3.1's iv_tbl asks for in two allocations.  A larger table keeps
+ * growth_left, shift, the reserve flag and its slots' padding just before
+ * the header, where its allocation starts (khl_single_base).
  *
- * Buckets form aligned groups of 16 (khl_group.h).  A table of fewer than 16
- * buckets is one group whose control window still reads 16 bytes: the bytes
- * past the last bucket belong to the pairs and every query is masked with
- * khl_live_mask.  Tiny tables thus cost no sentinel bytes: 4 pairs of 16 B
- * with their header fit in 88 bytes, one 96-byte glibc chunk.  A put takes
- * the highest free bucket of a group, so a tiny table's first pairs (the ones
- * inside the window) are written last: a pair store followed by the next
- * put's window load would defeat store-to-load forwarding.
+ * Slots are pairs, the key then the value (boost's shape: a hit reads one
+ * control group and one pair), or, for a map whose pair would carry padding
+ * (a 4-byte key beside an 8-byte value), the values then the keys, each
+ * array aligned for its type (khl_soa_: one mechanism, chosen per type at
+ * compile time).  Values first: a value's address depends on its bucket
+ * alone.  Slots are aligned for their type in memory (not only within the
+ * block: the hook promises max_align_t, khl_max_align_t here; an
+ * over-aligned type gets slack), and in tables of 256 buckets or more to 64
+ * bytes, so a group's first slots share its first line.
+ *
+ * Buckets form aligned groups of 16 (khl_group.h).  A one-group table is
+ * found without a probe loop: up to KHL_SCAN_BUCKETS buckets by scanning
+ * its occupied keys (no hash), up to 16 by one group match whose 16-byte
+ * window reads past the last control byte into the slots, masked off with
+ * khl_small_mask.  Tiny tables thus cost no sentinel bytes.  A put takes the
+ * highest free bucket of a group, so a tiny table's first slots (the ones
+ * inside the window) are written last: a slot store followed by the next
+ * put's window load would defeat store-to-load forwarding.  Larger tables'
+ * lookups are functions of their own: their probe loop, inline, would make
+ * every caller save registers the one-group paths never need.
  *
  * The hash's top 7 bits are the tag; the log2(groups) bits below select the
  * home group (shift = 57 - log2(groups)).  Groups are probed by triangular
