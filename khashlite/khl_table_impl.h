@@ -849,9 +849,12 @@ template <bool IsMap> constexpr int khl_require_map()
  * arrives: a hit, an erase and a put usually need that line (the key they
  * find, or the bucket they fill), and would otherwise wait for the group
  * before asking for it.  Measured at 1M keys: hits -20%; an absent key pays
- * a fetch it does not need, misses +0-15%. */
+ * a fetch it does not need, misses +0-15%.  Below KHL_PREFETCH_BUCKETS the
+ * slots stay in the nearest caches and the address is instructions spent
+ * for nothing (an interpreter's constant table: mruby's hash_churn.rb). */
+#define KHL_PREFETCH_BUCKETS 4096u
 #define KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                               \
-    {                                                                               \
+    if ((nb) >= KHL_PREFETCH_BUCKETS) {                                             \
         khl_probe_t home_ = khl_probe_start(hash, khl_ext(b)->shift, nb);           \
         KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_base(&home_)));           \
     }
