@@ -169,7 +169,7 @@ size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
 
 void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
 {
-    khl_split_block_t *sb = khl_split_of(b);
+    khl_split_block_t *sb;
     khl_plan_t p;
     m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
     if (!b)
@@ -179,7 +179,7 @@ void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
     if (t->layout == KHL_LAYOUT_SINGLE) {
         m->p[R_BLOCK] = khl_single_base((khl_block_t *)(uintptr_t)b);
     } else {
-        m->p[R_BLOCK] = sb;
+        m->p[R_BLOCK] = sb = khl_split_of(b);
         if (t->layout == KHL_LAYOUT_SPLIT3) {
             m->p[R_CTRL] = sb->ctrl;
             m->p[R_PAIRS] = sb->pairs - sb->x.pad;
