@@ -19,13 +19,6 @@ _Noreturn void khl_i_die(const char *who, const void *ptr, const char *check)
     abort();
 }
 
-void khl_i_set_live(chunk_t *k, const void *ptr, int on)
-{
-    size_t i = slot_index(k, ptr);
-    unsigned char bit = (unsigned char)(1u << (i % 8));
-    k->live[i / 8] = (unsigned char)(on ? k->live[i / 8] | bit : k->live[i / 8] & ~bit);
-}
-
 /* The end of k's slots handed out at least once. */
 static const char *handed_out_end(const khl_pool_t *p, const chunk_t *k)
 {

@@ -399,6 +399,13 @@ static inline int live_bit(const chunk_t *k, size_t i)
     return (k->live[i / 8] >> (i % 8)) & 1;
 }
 
+static inline void khl_i_set_live(chunk_t *k, const void *ptr, int on)
+{
+    size_t i = slot_index(k, ptr);
+    unsigned char bit = (unsigned char)(1u << (i % 8));
+    k->live[i / 8] = (unsigned char)(on ? k->live[i / 8] | bit : k->live[i / 8] & ~bit);
+}
+
 /* The thread caches' counters: one writer, readers on any thread. */
 #define counter(x) khl_pool_i_counter(x)
 #define set_counter(x, v) khl_pool_i_set_counter(x, v)
@@ -448,19 +455,18 @@ KHL_I_HIDDEN void khl_i_large_destroy(khl_pool_t *p);
 KHL_I_HIDDEN size_t khl_i_chunk_layout(const khl_pool_t *p, unsigned c, size_t *off);
 KHL_I_HIDDEN size_t khl_i_cls_nfree(const cls_t *c);
 KHL_I_HIDDEN size_t khl_i_cls_ready(const cls_t *c);
-KHL_I_HIDDEN uint64_t khl_i_cls_user_allocs(const khl_pool_t *p, unsigned ci);
-KHL_I_HIDDEN size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci);
+KHL_I_HIDDEN size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci, uint64_t done);
 KHL_I_HIDDEN int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys);
 KHL_I_HIDDEN void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys);
-KHL_I_HIDDEN int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count);
-KHL_I_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci);
-KHL_I_HIDDEN void *khl_i_locked_alloc(khl_pool_t *p, size_t n);
-KHL_I_HIDDEN void khl_i_locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who);
+KHL_I_HIDDEN int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done);
+KHL_I_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done);
+KHL_I_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
+KHL_I_HIDDEN size_t khl_i_splice_chain(cls_t *c, void *head);
+KHL_I_HIDDEN void khl_i_batches_return(cls_t *c, void *chains);
 
 /* khl_pool_check.c: checked mode, the validator */
 
 KHL_I_HIDDEN _Noreturn void khl_i_die(const char *who, const void *ptr, const char *check);
-KHL_I_HIDDEN void khl_i_set_live(chunk_t *k, const void *ptr, int on);
 KHL_I_HIDDEN chunk_t *khl_i_find_block(const khl_pool_t *p, const void *ptr, const char **why);
 KHL_I_HIDDEN chunk_t *khl_i_check_live(const khl_pool_t *p, const void *ptr, size_t n, const char *who);
 KHL_I_HIDDEN int khl_i_check_held(const khl_pool_t *p);
@@ -474,33 +480,17 @@ KHL_I_HIDDEN thread_cache_t *khl_i_own_cache(const khl_pool_t *p);
 KHL_I_HIDDEN void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e);
 KHL_I_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in_use,
                                      uint64_t *allocs, uint64_t *frees);
-KHL_I_HIDDEN uint64_t khl_i_caches_allocs(const khl_pool_t *p, unsigned ci);
+KHL_I_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
 KHL_I_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
-KHL_I_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
-KHL_I_HIDDEN size_t khl_i_splice_chain(cls_t *c, void *head);
 KHL_I_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
-KHL_I_HIDDEN void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci);
-KHL_I_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n);
-KHL_I_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci);
+KHL_I_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
+KHL_I_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);
+KHL_I_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci);
 
 /* 1 when e is p's record (khl_pool_inline.h's test). */
 static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
 {
     return e && e->head.gen == p->hot.gen;
-}
-
-/* The thread-cache paths: khl_pool_inline.h's fast paths, else the
- * library's slow ones. */
-static inline void *ts_alloc(khl_pool_t *p, size_t n)
-{
-    void *b = khl_pool_i_ts_alloc(&p->hot, class_of(n));
-    return KHL_LIKELY(b != NULL) ? b : khl_i_ts_alloc_slow(p, n);
-}
-
-static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
-{
-    if (KHL_UNLIKELY(!khl_pool_i_ts_free(&p->hot, ptr, ci)))
-        khl_i_ts_free_slow(p, ptr, ci);
 }
 
 #endif /* KHL_POOL_INTERNAL_H */
