@@ -45,7 +45,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     ncls = class_of(max_small) + 1;
     meta = o.backing ? o.backing : &khl_libc_allocator;
     /* meta only promises malloc alignment; the pool wants cache lines */
-    used = sizeof *p + ncls * sizeof(cls_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
+    used = sizeof *p + ncls * sizeof(khl_pool_class_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
     bytes = used + 64;
     raw = meta_alloc(meta, bytes);
     if (!raw)
@@ -83,7 +83,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->ncls = ncls;
     for (i = 0; i < ncls; i++) {
         size_t s = class_size(i);
-        cls_t *c = &p->cls[i];
+        khl_pool_class_t *c = &p->cls[i];
         c->size = s < max_small ? s : max_small;
         /* A batch is 32 KiB or 128 blocks, whichever is fewer (at least 2):
          * one lock per batch keeps the lock cold, and a thread caches less
@@ -110,7 +110,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
 void khl_pool_destroy(khl_pool_t *p)
 {
     unsigned i;
-    chunk_t *k, *next;
+    khl_pool_chunk_t *k, *next;
     if (!p)
         return;
     if (p->flags & F_THREADS)
@@ -137,7 +137,7 @@ static void *core_alloc(khl_pool_t *p, size_t n)
     void *b;
     if (n <= p->max_small) {
         unsigned ci = class_of(n);
-        cls_t *c = &p->cls[ci];
+        khl_pool_class_t *c = &p->cls[ci];
         b = khl_i_cls_pop(p, ci, 1);
         if (!b)
             return NULL;
@@ -162,7 +162,7 @@ static void *core_alloc(khl_pool_t *p, size_t n)
 /* Free with the lock held; n == 0: size unknown. */
 static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
 {
-    chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
+    khl_pool_chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
     if (n ? n > p->max_small : k->kind == KIND_LARGE) {
         p->large_frees++;
         p->hot.in_use -= k->size;
@@ -172,7 +172,7 @@ static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
     if (p->flags & F_CHECKED)
         khl_i_set_live(k, ptr, 0);
     {
-        cls_t *c = &p->cls[n ? class_of(n) : k->cls];
+        khl_pool_class_t *c = &p->cls[n ? class_of(n) : k->cls];
         cls_push(c, ptr);
         c->frees++;
         p->uncached_frees++;
@@ -180,7 +180,7 @@ static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
     }
 }
 
-static NOINLINE void *locked_alloc(khl_pool_t *p, size_t n)
+static KHL_NOINLINE void *locked_alloc(khl_pool_t *p, size_t n)
 {
     void *b;
     if (n == 0)
@@ -192,7 +192,7 @@ static NOINLINE void *locked_alloc(khl_pool_t *p, size_t n)
     return b;
 }
 
-static NOINLINE void locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
+static KHL_NOINLINE void locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
 {
     lock(p);
     core_free(p, ptr, n, who);
@@ -214,13 +214,13 @@ static inline thread_cache_t *last_cache(const khl_pool_t *p)
 
 /* A thread's first call on p, or one after it used another pool: its
  * record is looked up or made; when it cannot be made, the locked path. */
-static NOINLINE void *ts_alloc_other(khl_pool_t *p, size_t n)
+static KHL_NOINLINE void *ts_alloc_other(khl_pool_t *p, size_t n)
 {
     thread_cache_t *e = khl_i_my_cache(p);
     return e ? khl_i_ts_alloc_slow(p, e, n) : locked_alloc(p, n);
 }
 
-static NOINLINE void ts_free_other(khl_pool_t *p, void *ptr, unsigned ci)
+static KHL_NOINLINE void ts_free_other(khl_pool_t *p, void *ptr, unsigned ci)
 {
     thread_cache_t *e = khl_i_my_cache(p);
     if (e)
@@ -277,7 +277,7 @@ static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
 /* ------------------------------------------------------------------------ */
 /* Allocation and free                                                       */
 
-static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
+static KHL_NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
 {
     if (n == 0 && (p->flags & F_CHECKED))
         khl_i_die("khl_pool_free", ptr, "wrong size: 0 is no block's size");
@@ -289,7 +289,7 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
  * makes: they must not pay for a frame the resize path needs.  The plain
  * path is khl_pool_inline.h's, so a program's inlined calls and the
  * library's own take the same steps. */
-static ALWAYS_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
+static inline KHL_HOT_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->hot.plain_path_max))
         return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, locked_alloc);
@@ -298,7 +298,7 @@ static ALWAYS_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
     return locked_alloc(p, n);
 }
 
-static ALWAYS_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
+static inline KHL_HOT_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
     if (!ptr)
         return;
@@ -335,7 +335,7 @@ void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 
 void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
 {
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     if (!ptr)
         return;
     /* A checked pool must not read the header before it knows the frame is
@@ -355,7 +355,7 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
 
 /* A large block resized without a copy (khl_i_large_resize): counts
  * neither alloc nor free.  NULL when it must move. */
-static void *large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
+static void *large_in_place(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
 {
     void *b;
     lock(p);
@@ -366,10 +366,10 @@ static void *large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
 }
 
 /* osize 0: unknown (from realloc_unsized). */
-static NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize,
+static KHL_NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize,
                                      const char *who)
 {
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     void *q;
     size_t have;
     if (!ptr)
@@ -422,7 +422,7 @@ void *khl_pool_realloc_unsized(khl_pool_t *p, void *ptr, size_t nsize)
 
 size_t khl_pool_block_size(const khl_pool_t *p, const void *ptr)
 {
-    const chunk_t *k;
+    const khl_pool_chunk_t *k;
     if (!ptr)
         return 0;
     if (p->flags & F_CHECKED) {
@@ -438,7 +438,7 @@ size_t khl_pool_block_size(const khl_pool_t *p, const void *ptr)
 int khl_pool_owns(const khl_pool_t *p, const void *ptr)
 {
     const char *why;
-    const chunk_t *k;
+    const khl_pool_chunk_t *k;
     int yes;
     if (!ptr)
         return 0;

@@ -4,7 +4,8 @@
  * trim.  It calls only the layers below it (system memory, large blocks):
  * what the thread caches know comes in as arguments.
  * Invariants: khl_pool_internal.h. */
-#include "khl_pool_internal.h"
+#include "khl_pool_class.h"
+#include "khl_pool_large.h"
 
 /* ------------------------------------------------------------------------ */
 /* Chunks                                                                    */
@@ -31,7 +32,7 @@ size_t khl_i_chunk_layout(const khl_pool_t *p, unsigned c, size_t *off)
 }
 
 /* Makes an adopted frame a chunk of class c. */
-static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
+static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
 {
     size_t off;
     k->cap = khl_i_chunk_layout(p, c, &off);
@@ -63,9 +64,9 @@ static int prefaults(const khl_pool_t *p, unsigned c)
            p->chunk_bytes / p->cls[c].size >= PREFAULT_MIN_BLOCKS;
 }
 
-static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c)
 {
-    chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
+    khl_pool_chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
     if (k && prefaults(p, c) && khl_i_frame_prefault(p, k) < 0) {
         khl_i_frame_release(p, k);
         return NULL;
@@ -77,7 +78,7 @@ static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
     return k;
 }
 
-static void chunk_release(khl_pool_t *p, chunk_t *k)
+static void chunk_release(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     chunk_list_unlink(&p->cls[k->cls].chunks, k);
     p->nchunks--;
@@ -87,7 +88,7 @@ static void chunk_release(khl_pool_t *p, chunk_t *k)
 /* ------------------------------------------------------------------------ */
 /* Classes: counts, bump, free blocks                                        */
 
-size_t khl_i_cls_nfree(const cls_t *c)
+size_t khl_i_cls_nfree(const khl_pool_class_t *c)
 {
     size_t in_cur = c->cur ? (size_t)(c->bump - c->cur->slots) / c->size : 0;
     return c->carved + in_cur - (size_t)(c->allocs - c->frees);
@@ -99,7 +100,7 @@ size_t khl_i_cls_nfree(const cls_t *c)
  * A reserve used up is forgotten, so later calls skip the count. */
 size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci, uint64_t done)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     if (!c->reserve_until)
         return 0;
     if (done < c->reserve_until)
@@ -108,13 +109,13 @@ size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci, uint64_t done)
     return 0;
 }
 
-size_t khl_i_cls_ready(const cls_t *c)
+size_t khl_i_cls_ready(const khl_pool_class_t *c)
 {
     return khl_i_cls_nfree(c) + bump_left(c) + c->fresh_slots;
 }
 
 /* Makes k the chunk the class bumps through. */
-static void cls_set_cur(cls_t *c, chunk_t *k)
+static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k)
 {
     if (c->cur) {
         c->cur->bump = c->bump;
@@ -133,7 +134,7 @@ typedef struct free_blocks {
     size_t nroot;
 } free_blocks_t;
 
-static void free_blocks_save(const cls_t *c, free_blocks_t *f)
+static void free_blocks_save(const khl_pool_class_t *c, free_blocks_t *f)
 {
     f->base = c->base;
     f->top = c->top;
@@ -143,8 +144,8 @@ static void free_blocks_save(const cls_t *c, free_blocks_t *f)
 
 /* Calls fn on every free block saved in f.  fn may push onto c: a block
  * bundle is read before fn sees it, and the root's entries are a copy. */
-static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
-                             void (*fn)(khl_pool_t *, cls_t *, void *))
+static void free_blocks_each(khl_pool_t *p, khl_pool_class_t *c, const free_blocks_t *f,
+                             void (*fn)(khl_pool_t *, khl_pool_class_t *, void *))
 {
     void **bundle = f->base == c->root ? NULL : f->base - 1, **top = f->top, **e, **next;
     size_t i;
@@ -163,7 +164,7 @@ static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
 /* A batch of class ci in c.batches (lock held), or NULL. */
 void *khl_i_take_chain(khl_pool_t *p, unsigned ci)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     void *chain = c->batches;
     if (chain)
         c->batches = batch_next(chain);
@@ -172,7 +173,7 @@ void *khl_i_take_chain(khl_pool_t *p, unsigned ci)
 
 /* Gives a chain (linked through first words) back to the class's free
  * blocks; returns its length. */
-size_t khl_i_splice_chain(cls_t *c, void *head)
+size_t khl_i_splice_chain(khl_pool_class_t *c, void *head)
 {
     size_t n = 0;
     void *b, *next;
@@ -185,7 +186,7 @@ size_t khl_i_splice_chain(cls_t *c, void *head)
 
 /* Puts a list of chains (linked by batch_next) on c.batches, where the
  * class counts their blocks free again (lock held). */
-void khl_i_batches_return(cls_t *c, void *chains)
+void khl_i_batches_return(khl_pool_class_t *c, void *chains)
 {
     void *next;
     for (; chains; chains = next) {
@@ -210,8 +211,8 @@ static int cls_unbatch(khl_pool_t *p, unsigned ci)
  * (if `sys`) one new chunk from the system.  0 on success. */
 int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *k = c->fresh;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *k = c->fresh;
     if (c->bump != c->end)
         return 0;
     if (k) {
@@ -228,7 +229,7 @@ int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
  * or (if `sys`) one new chunk from the system.  NULL when none has one. */
 void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     void *b = cls_pop_free(c);
     if (b || (cls_unbatch(p, ci) && (b = cls_pop_free(c)) != NULL))
         return b;
@@ -255,8 +256,8 @@ static void touch(const khl_pool_t *p, char *from, char *to)
  * drops them and leaves the pool as it was. */
 int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *added = NULL, *k;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *added = NULL, *k;
     size_t off, cap = khl_i_chunk_layout(p, ci, &off), cost = khl_i_frame_cost(p, p->chunk_bytes);
     size_t need, ready = khl_i_cls_ready(c), in_bump, nfree = khl_i_cls_nfree(c);
     size_t held = khl_i_cls_reserved(p, ci, done), nk, i;
@@ -302,19 +303,19 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
 
 /* A chunk is wholly free when its free blocks and never-used slots
  * make up all its slots. */
-static size_t never_used(const cls_t *c, const chunk_t *k)
+static size_t never_used(const khl_pool_class_t *c, const khl_pool_chunk_t *k)
 {
     const char *bump = k == c->cur ? c->bump : k->bump;
     return k->cap - (size_t)(bump - k->slots) / k->size;
 }
 
-static void count_free(khl_pool_t *p, cls_t *c, void *b)
+static void count_free(khl_pool_t *p, khl_pool_class_t *c, void *b)
 {
     (void)c;
     chunk_of(p, b)->trim_free++;
 }
 
-static void keep_unless_doomed(khl_pool_t *p, cls_t *c, void *b)
+static void keep_unless_doomed(khl_pool_t *p, khl_pool_class_t *c, void *b)
 {
     if (chunk_of(p, b)->trim_free != TRIM_DOOMED)
         cls_push(c, b);
@@ -324,8 +325,8 @@ static void keep_unless_doomed(khl_pool_t *p, cls_t *c, void *b)
  * batches are drained first (khl_i_drain_published), by the caller. */
 void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *k, *next, **fp;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *k, *next, **fp;
     free_blocks_t fb;
     size_t ready, held, doomed = 0;
     ready = khl_i_cls_ready(c);

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE 1   /* adaptive mutexes */
 
-#include "khl_pool_internal.h"
+#include "khl_pool_thread.h"
 
 #include <stdlib.h>
 
@@ -22,9 +22,9 @@ static uint64_t registry_gen;
 /* The record the thread used last (the fast paths' one guess, read inline
  * by programs too: khl_pool_inline.h), and all its records. */
 KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
-static _Thread_local thread_cache_t *my_caches TLS_MODEL;
+static _Thread_local thread_cache_t *my_caches KHL_TLS_INITIAL_EXEC;
 
-static uint64_t frees_now(const class_cache_t *t)
+static uint64_t frees_now(const khl_pool_class_cache_t *t)
 {
     return counter(&t->frees);
 }
@@ -59,7 +59,7 @@ static uint64_t caches_allocs(const khl_pool_t *p, unsigned ci)
  * would never use a reserve up, and trim would keep its chunks for ever. */
 uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci)
 {
-    const cls_t *c = &p->cls[ci];
+    const khl_pool_class_t *c = &p->cls[ci];
     if (!(p->flags & F_THREADS))
         return c->allocs;
     return c->ts_allocs + caches_allocs(p, ci);
@@ -111,8 +111,8 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
 {
     unsigned i;
     for (i = 0; i < p->ncls; i++) {
-        class_cache_t *t = &e->c[i];
-        cls_t *c = &p->cls[i];
+        khl_pool_class_cache_t *t = &e->c[i];
+        khl_pool_class_t *c = &p->cls[i];
         c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
         khl_i_batches_return(c, t->stash);
         for (; t->bump != t->end; t->bump += c->size) {
@@ -235,7 +235,7 @@ void khl_i_threads_detach(khl_pool_t *p)
 
 /* This thread's record for p, created on first use; NULL when it cannot be
  * made (the caller then takes the locked path). */
-static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
+static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 {
     thread_cache_t *e;
     pthread_once(&registry_once, key_init);
@@ -248,7 +248,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             break;
     if (!e) {
         /* Cache-line aligned: threads' records must not share lines. */
-        size_t bytes = (sizeof *e + p->ncls * sizeof(class_cache_t) + 63) & ~(size_t)63;
+        size_t bytes = (sizeof *e + p->ncls * sizeof(khl_pool_class_cache_t) + 63) & ~(size_t)63;
         e = (thread_cache_t *)aligned_alloc(64, bytes);
         if (e) {
             unsigned i;
@@ -293,9 +293,9 @@ thread_cache_t *khl_i_my_cache(khl_pool_t *p)
  * any thread can get them.  Take only the surplus, or the single block the
  * caller is about to allocate.  Either counts against the reserve when
  * handed out (khl_i_user_allocs), not here. */
-static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_t held)
+static void *refill_reserved(khl_pool_t *p, khl_pool_class_cache_t *t, unsigned ci, size_t held)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     size_t ready = khl_i_cls_ready(c), want = ready > held ? ready - held : 1, i;
     void *b = khl_i_cls_pop(p, ci, 1);
     if (want > c->batch)
@@ -324,10 +324,10 @@ static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_
  * their own (their blocks interleaved in memory), and a thread holds at
  * most one chunk's unused slots per class this way.  Returns one block,
  * the rest goes to t. */
-static NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    cls_t *c = &p->cls[ci];
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t held, n = 0, bytes = c->batch * c->size;
     void *b = NULL, *more;
     pthread_mutex_lock(&p->lock);
@@ -371,9 +371,9 @@ static NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 
 /* A full batch of freed blocks: kept while the thread's stashes have room,
  * else published. */
-static NOINLINE void ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+static KHL_NOINLINE void ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *chain = t->freed;
     t->freed = NULL;
@@ -393,7 +393,7 @@ static NOINLINE void ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
  * empty. */
 static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *b = t->stash, *x;
     if (!b) {
@@ -413,10 +413,10 @@ static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 /* Thread-safe allocation past the fast path, for e (khl_i_my_cache): an
  * empty list - then the blocks freed here, the run of never-used slots, or
  * a refill from the pool. */
-NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n)
+KHL_NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n)
 {
     unsigned ci = class_of(n);
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     void *b = t->alloc;
     if (b) {
         t->alloc = *(void **)b;
@@ -435,9 +435,9 @@ NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n)
     return b;
 }
 
-NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci)
+KHL_NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci)
 {
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     *(void **)ptr = t->freed;
     t->freed = ptr;
     bump_counter(&t->frees);
