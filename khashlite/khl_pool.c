@@ -1,9 +1,9 @@
-/* khl_pool.c: the pool's public functions (khl_pool.h) and its lifetime.
+/* khl_pool.c: the pool's public functions (khl_pool.h), its lifetime, and
+ * the locked paths: the top layer, the only one that calls the checks.
  * Small calls of plain pools run inline here on the class records; those
- * of thread-cached pools run ts_alloc/ts_free (khl_pool_internal.h); every
- * other call is a tail call to an out-of-line locked path, so that the fast
- * paths need no stack frame.  Layout of the rest of the pool:
- * khl_pool_internal.h. */
+ * of thread-cached pools run ts_alloc/ts_free (below); every other call is
+ * a tail call to an out-of-line locked path, so that the fast paths need
+ * no stack frame.  Layers and invariants: khl_pool_internal.h. */
 #include "khl_pool_internal.h"
 
 #include <unistd.h>

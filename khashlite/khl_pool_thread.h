@@ -38,7 +38,6 @@ struct thread_cache {
 KHL_STATIC_ASSERT(offsetof(thread_cache_t, c) == KHL_POOL_I_CACHES_OFFSET,
                   "a thread's class caches start where khl_pool_inline.h reads them");
 
-
 /* The thread caches' counters: one writer, readers on any thread. */
 #define counter(x) khl_pool_i_counter(x)
 #define set_counter(x, v) khl_pool_i_set_counter(x, v)
@@ -55,7 +54,7 @@ KHL_HIDDEN void khl_i_threads_detach(khl_pool_t *p);
 KHL_HIDDEN thread_cache_t *khl_i_own_cache(const khl_pool_t *p);
 KHL_HIDDEN void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e);
 KHL_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in_use,
-                                     uint64_t *allocs, uint64_t *frees);
+                                   uint64_t *allocs, uint64_t *frees);
 KHL_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
 KHL_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
 KHL_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
