@@ -213,9 +213,13 @@ deps:
 
 # --- install ---------------------------------------------------------------
 
+# Not installed: the pool's layers, which programs never include.
+INTERNAL_HEADERS = $(addprefix khashlite/,khl_pool_internal.h khl_pool_os.h khl_pool_large.h \
+                   khl_pool_class.h khl_pool_thread.h khl_pool_check.h)
+
 install: $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/include/khashlite $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(filter-out %_internal.h,$(HEADERS)) $(DESTDIR)$(PREFIX)/include/khashlite/
+	install -m 644 $(filter-out $(INTERNAL_HEADERS),$(HEADERS)) $(DESTDIR)$(PREFIX)/include/khashlite/
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define KHL_VERSION "\(.*\)"/\1/p' khashlite/khashlite.h)|' \
 	    mk/khashlite.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/khashlite.pc

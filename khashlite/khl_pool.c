@@ -1,9 +1,9 @@
-/* khl_pool.c: the pool's public functions (khl_pool.h) and its lifetime.
+/* khl_pool.c: the pool's public functions (khl_pool.h), its lifetime, and
+ * the locked paths: the top layer, the only one that calls the checks.
  * Small calls of plain pools run inline here on the class records; those
- * of thread-cached pools run ts_alloc/ts_free (khl_pool_internal.h); every
- * other call is a tail call to an out-of-line locked path, so that the fast
- * paths need no stack frame.  Layout of the rest of the pool:
- * khl_pool_internal.h. */
+ * of thread-cached pools run ts_alloc/ts_free (below); every other call is
+ * a tail call to an out-of-line locked path, so that the fast paths need
+ * no stack frame.  Layers and invariants: khl_pool_internal.h. */
 #include "khl_pool_internal.h"
 
 #include <unistd.h>
@@ -45,7 +45,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     ncls = class_of(max_small) + 1;
     meta = o.backing ? o.backing : &khl_libc_allocator;
     /* meta only promises malloc alignment; the pool wants cache lines */
-    used = sizeof *p + ncls * sizeof(cls_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
+    used = sizeof *p + ncls * sizeof(khl_pool_class_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
     bytes = used + 64;
     raw = meta_alloc(meta, bytes);
     if (!raw)
@@ -83,7 +83,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->ncls = ncls;
     for (i = 0; i < ncls; i++) {
         size_t s = class_size(i);
-        cls_t *c = &p->cls[i];
+        khl_pool_class_t *c = &p->cls[i];
         c->size = s < max_small ? s : max_small;
         /* A batch is 32 KiB or 128 blocks, whichever is fewer (at least 2):
          * one lock per batch keeps the lock cold, and a thread caches less
@@ -110,7 +110,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
 void khl_pool_destroy(khl_pool_t *p)
 {
     unsigned i;
-    chunk_t *k, *next;
+    khl_pool_chunk_t *k, *next;
     if (!p)
         return;
     if (p->flags & F_THREADS)
@@ -126,13 +126,162 @@ void khl_pool_destroy(khl_pool_t *p)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Locked paths: every call of a checked pool, large blocks, and anything a  */
+/* fast path cannot serve.  The lock is taken only by thread-safe pools.     */
+/* They sit here, above the classes, the large blocks, the thread caches and */
+/* the checks they call, so that no layer below calls back up.               */
+
+/* Allocation with the lock held. */
+static void *core_alloc(khl_pool_t *p, size_t n)
+{
+    void *b;
+    if (n <= p->max_small) {
+        unsigned ci = class_of(n);
+        khl_pool_class_t *c = &p->cls[ci];
+        b = khl_i_cls_pop(p, ci, 1);
+        if (!b)
+            return NULL;
+        c->allocs++;
+        c->ts_allocs++;
+        p->uncached_allocs++;
+        if (p->flags & F_CHECKED)
+            khl_i_set_live(chunk_of(p, b), b, 1);
+        note_alloc(p, c->size);
+    } else {
+        b = khl_i_large_alloc(p, n);
+        if (!b)
+            return NULL;
+        p->large_allocs++;
+        note_alloc(p, n);
+    }
+    if (p->flags & F_THREADS)
+        khl_i_sample_peak(p);
+    return b;
+}
+
+/* Free with the lock held; n == 0: size unknown. */
+static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
+{
+    khl_pool_chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
+    if (n ? n > p->max_small : k->kind == KIND_LARGE) {
+        p->large_frees++;
+        p->hot.in_use -= k->size;
+        khl_i_large_free(p, k);
+        return;
+    }
+    if (p->flags & F_CHECKED)
+        khl_i_set_live(k, ptr, 0);
+    {
+        khl_pool_class_t *c = &p->cls[n ? class_of(n) : k->cls];
+        cls_push(c, ptr);
+        c->frees++;
+        p->uncached_frees++;
+        p->hot.in_use -= c->size;
+    }
+}
+
+static KHL_NOINLINE void *locked_alloc(khl_pool_t *p, size_t n)
+{
+    void *b;
+    if (n == 0)
+        return NULL;
+    lock(p);
+    b = core_alloc(p, n);
+    KHL_I_DEBUG_CHECK(p);
+    unlock(p);
+    return b;
+}
+
+static KHL_NOINLINE void locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
+{
+    lock(p);
+    core_free(p, ptr, n, who);
+    KHL_I_DEBUG_CHECK(p);
+    unlock(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread-cached pools past their inline fast paths                          */
+
+/* The calling thread's record for p when it is the one it used last (the
+ * inline fast paths' guess), else NULL. */
+static inline thread_cache_t *last_cache(const khl_pool_t *p)
+{
+    /* The head is a record's first member. */
+    thread_cache_t *e = (thread_cache_t *)(void *)khl_pool_i_last_cache;
+    return KHL_LIKELY(cache_is_for(e, p)) ? e : NULL;
+}
+
+/* A thread's first call on p, or one after it used another pool: its
+ * record is looked up or made; when it cannot be made, the locked path. */
+static KHL_NOINLINE void *ts_alloc_other(khl_pool_t *p, size_t n)
+{
+    thread_cache_t *e = khl_i_my_cache(p);
+    return e ? khl_i_ts_alloc_slow(p, e, n) : locked_alloc(p, n);
+}
+
+static KHL_NOINLINE void ts_free_other(khl_pool_t *p, void *ptr, unsigned ci)
+{
+    thread_cache_t *e = khl_i_my_cache(p);
+    if (e)
+        khl_i_ts_free_slow(p, e, ptr, ci);
+    else
+        locked_free(p, ptr, p->cls[ci].size, "khl_pool_free");
+}
+
+/* Past the inline fast paths, the thread layer's slow paths: a tail call
+ * each, as when the thread layer found the record itself.  Under
+ * -DKHL_DEBUG the whole pool is checked after each, as after each locked
+ * call (the thread layer does not call the checks above it). */
+#ifdef KHL_DEBUG
+static void ts_debug_check(khl_pool_t *p)
+{
+    lock(p);
+    KHL_I_DEBUG_CHECK(p);
+    unlock(p);
+}
+#else
+#define ts_debug_check(p) ((void)0)
+#endif
+
+static inline void *ts_alloc_miss(khl_pool_t *p, size_t n)
+{
+    thread_cache_t *e = last_cache(p);
+    void *b = e ? khl_i_ts_alloc_slow(p, e, n) : ts_alloc_other(p, n);
+    ts_debug_check(p);
+    return b;
+}
+
+static inline void ts_free_miss(khl_pool_t *p, void *ptr, unsigned ci)
+{
+    thread_cache_t *e = last_cache(p);
+    if (e)
+        khl_i_ts_free_slow(p, e, ptr, ci);
+    else
+        ts_free_other(p, ptr, ci);
+    ts_debug_check(p);
+}
+
+static inline void *ts_alloc(khl_pool_t *p, size_t n)
+{
+    void *b = khl_pool_i_ts_alloc(&p->hot, class_of(n));
+    return KHL_LIKELY(b != NULL) ? b : ts_alloc_miss(p, n);
+}
+
+static inline void ts_free(khl_pool_t *p, void *ptr, unsigned ci)
+{
+    if (KHL_UNLIKELY(!khl_pool_i_ts_free(&p->hot, ptr, ci)))
+        ts_free_miss(p, ptr, ci);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Allocation and free                                                       */
 
-static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
+static KHL_NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
 {
     if (n == 0 && (p->flags & F_CHECKED))
         khl_i_die("khl_pool_free", ptr, "wrong size: 0 is no block's size");
-    khl_i_locked_free(p, ptr, n, "khl_pool_free");
+    locked_free(p, ptr, n, "khl_pool_free");
 }
 
 /* The bodies of khl_pool_alloc and khl_pool_free, inlined into them and
@@ -140,16 +289,16 @@ static NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
  * makes: they must not pay for a frame the resize path needs.  The plain
  * path is khl_pool_inline.h's, so a program's inlined calls and the
  * library's own take the same steps. */
-static ALWAYS_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
+static inline KHL_HOT_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->hot.plain_path_max))
-        return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, khl_i_locked_alloc);
+        return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, locked_alloc);
     if (n - 1 < p->hot.cache_path_max)
         return ts_alloc(p, n);
-    return khl_i_locked_alloc(p, n);
+    return locked_alloc(p, n);
 }
 
-static ALWAYS_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
+static inline KHL_HOT_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
     if (!ptr)
         return;
@@ -186,7 +335,7 @@ void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 
 void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
 {
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     if (!ptr)
         return;
     /* A checked pool must not read the header before it knows the frame is
@@ -201,12 +350,12 @@ void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
         ts_free(p, ptr, k->cls);
         return;
     }
-    khl_i_locked_free(p, ptr, 0, "khl_pool_free_unsized");
+    locked_free(p, ptr, 0, "khl_pool_free_unsized");
 }
 
 /* A large block resized without a copy (khl_i_large_resize): counts
  * neither alloc nor free.  NULL when it must move. */
-static void *large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
+static void *large_in_place(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
 {
     void *b;
     lock(p);
@@ -217,10 +366,10 @@ static void *large_in_place(khl_pool_t *p, chunk_t *k, size_t nsize)
 }
 
 /* osize 0: unknown (from realloc_unsized). */
-static NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize,
+static KHL_NOINLINE void *realloc_common(khl_pool_t *p, void *ptr, size_t osize, size_t nsize,
                                      const char *who)
 {
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     void *q;
     size_t have;
     if (!ptr)
@@ -273,7 +422,7 @@ void *khl_pool_realloc_unsized(khl_pool_t *p, void *ptr, size_t nsize)
 
 size_t khl_pool_block_size(const khl_pool_t *p, const void *ptr)
 {
-    const chunk_t *k;
+    const khl_pool_chunk_t *k;
     if (!ptr)
         return 0;
     if (p->flags & F_CHECKED) {
@@ -289,7 +438,7 @@ size_t khl_pool_block_size(const khl_pool_t *p, const void *ptr)
 int khl_pool_owns(const khl_pool_t *p, const void *ptr)
 {
     const char *why;
-    const chunk_t *k;
+    const khl_pool_chunk_t *k;
     int yes;
     if (!ptr)
         return 0;
@@ -309,7 +458,7 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count)
     if (count == 0)
         return 0;
     lock(p);
-    r = khl_i_core_reserve(p, class_of(n), count);
+    r = khl_i_core_reserve(p, class_of(n), count, khl_i_user_allocs(p, class_of(n)));
     KHL_I_DEBUG_CHECK(p);
     unlock(p);
     return r;
@@ -323,8 +472,11 @@ void khl_pool_trim(khl_pool_t *p)
     /* The caller's own cache can go too; other threads' caches are theirs. */
     if (mine)
         khl_i_cache_return_blocks(p, mine);
-    for (i = 0; i < p->ncls; i++)
-        khl_i_core_trim_class(p, i);
+    for (i = 0; i < p->ncls; i++) {
+        if (p->published)
+            khl_i_drain_published(p, i);
+        khl_i_core_trim_class(p, i, khl_i_user_allocs(p, i));
+    }
     khl_i_large_trim(p);
     KHL_I_DEBUG_CHECK(p);
     unlock(p);

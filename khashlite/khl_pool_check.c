@@ -3,7 +3,7 @@
  * a message) and khl_pool_check, the walk over the whole pool that verifies
  * the invariants written in khl_pool_internal.h.  Under -DKHL_DEBUG every
  * slow path ends with that walk (KHL_I_DEBUG_CHECK). */
-#include "khl_pool_internal.h"
+#include "khl_pool_check.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,25 +19,18 @@ _Noreturn void khl_i_die(const char *who, const void *ptr, const char *check)
     abort();
 }
 
-void khl_i_set_live(chunk_t *k, const void *ptr, int on)
-{
-    size_t i = slot_index(k, ptr);
-    unsigned char bit = (unsigned char)(1u << (i % 8));
-    k->live[i / 8] = (unsigned char)(on ? k->live[i / 8] | bit : k->live[i / 8] & ~bit);
-}
-
 /* The end of k's slots handed out at least once. */
-static const char *handed_out_end(const khl_pool_t *p, const chunk_t *k)
+static const char *handed_out_end(const khl_pool_t *p, const khl_pool_chunk_t *k)
 {
-    const cls_t *c = &p->cls[k->cls];
+    const khl_pool_class_t *c = &p->cls[k->cls];
     return k == c->cur ? c->bump : k->bump;
 }
 
 /* The frame holding ptr if ptr is a block start inside it, else NULL.
  * Reads no header before the index says the frame is the pool's. */
-chunk_t *khl_i_find_block(const khl_pool_t *p, const void *ptr, const char **why)
+khl_pool_chunk_t *khl_i_find_block(const khl_pool_t *p, const void *ptr, const char **why)
 {
-    chunk_t *k = chunk_of(p, ptr);
+    khl_pool_chunk_t *k = chunk_of(p, ptr);
     const char *bump;
     if ((uintptr_t)ptr % GRAIN) {
         *why = "misaligned pointer: no block of this pool starts there";
@@ -61,10 +54,10 @@ chunk_t *khl_i_find_block(const khl_pool_t *p, const void *ptr, const char **why
 }
 
 /* Aborts unless ptr is a live block and n (0: unknown) fits its class. */
-chunk_t *khl_i_check_live(const khl_pool_t *p, const void *ptr, size_t n, const char *who)
+khl_pool_chunk_t *khl_i_check_live(const khl_pool_t *p, const void *ptr, size_t n, const char *who)
 {
     const char *why;
-    chunk_t *k = khl_i_find_block(p, ptr, &why);
+    khl_pool_chunk_t *k = khl_i_find_block(p, ptr, &why);
     if (!k)
         khl_i_die(who, ptr, why);
     if (k->kind != KIND_LARGE) {
@@ -99,7 +92,7 @@ static int broken(const char *fmt, ...)
 static const char *not_of_class(const khl_pool_t *p, unsigned ci, const void *b)
 {
     const char *why;
-    const chunk_t *k = khl_i_find_block(p, b, &why);
+    const khl_pool_chunk_t *k = khl_i_find_block(p, b, &why);
     if (!k)
         return why;
     if (k->kind == KIND_LARGE)
@@ -144,8 +137,8 @@ typedef struct class_totals {
 
 static int chunks_ok(const khl_pool_t *p, unsigned ci, class_totals_t *tot, size_t *handed)
 {
-    const cls_t *c = &p->cls[ci];
-    const chunk_t *k, *prev = NULL;
+    const khl_pool_class_t *c = &p->cls[ci];
+    const khl_pool_chunk_t *k, *prev = NULL;
     uint32_t kind = p->flags ? KIND_SMALL_GUARDED : KIND_SMALL_PLAIN;
     size_t off, cap = khl_i_chunk_layout(p, ci, &off), carved = 0, n = 0;
     int cur_seen = 0;
@@ -227,7 +220,7 @@ static int chains_ok(const khl_pool_t *p, unsigned ci, void *chain, size_t bound
 /* Free blocks: the bundles, then the flushed chains.  *n counts them. */
 static int free_blocks_ok(const khl_pool_t *p, unsigned ci, size_t bound, size_t *n)
 {
-    const cls_t *c = &p->cls[ci];
+    const khl_pool_class_t *c = &p->cls[ci];
     void *const *base = c->base, *const *top = c->top, *const *e;
     size_t i;
     while (base != c->root) {
@@ -271,7 +264,7 @@ static int own_cache_ok(const khl_pool_t *p)
     if (!e)
         return 0;
     for (ci = 0; ci < p->ncls; ci++) {
-        const class_cache_t *t = &e->c[ci];
+        const khl_pool_class_cache_t *t = &e->c[ci];
         size_t n = 0, nfreed = 0, nkept = 0, bound = p->nchunks * (p->chunk_bytes / GRAIN);
         if (chain_ok(p, ci, t->alloc, "thread cache entry", &n, bound) < 0 ||
             chain_ok(p, ci, t->freed, "thread cache freed entry", &nfreed, bound) < 0 ||
@@ -298,7 +291,7 @@ static int own_cache_ok(const khl_pool_t *p)
 
 /* A span: in one of the pool's arenas, its windows inside it and in use,
  * its header saying as much. */
-static int span_ok(const khl_pool_t *p, const chunk_t *k)
+static int span_ok(const khl_pool_t *p, const khl_pool_chunk_t *k)
 {
     const arena_t *a;
     size_t n = 0;
@@ -325,7 +318,7 @@ static int arenas_ok(const khl_pool_t *p, size_t *raw)
     size_t n = 0, empty = 0, retained = 0;
     for (a = p->arenas; a; prev = a, a = a->next) {
         uint64_t seen = 0;
-        const chunk_t *k;
+        const khl_pool_chunk_t *k;
         if (++n > p->narenas)
             return broken("arena list longer than narenas (%zu)", p->narenas);
         if (a->prev != prev || (uintptr_t)a->base & p->hot.mask || !a->nwin || a->nwin > ARENA_MAX_WINDOWS ||
@@ -360,7 +353,7 @@ static int arenas_ok(const khl_pool_t *p, size_t *raw)
 /* Kept huge mappings: out of the index, counted in cached_bytes. */
 static int huge_cache_ok(const khl_pool_t *p, size_t *raw)
 {
-    const chunk_t *k, *prev = NULL;
+    const khl_pool_chunk_t *k, *prev = NULL;
     size_t n = 0, bytes = 0;
     for (k = p->huge_cache; k; prev = k, k = k->next) {
         if (++n > HUGE_CACHE_FRAMES || k->prev != prev || (uintptr_t)k & p->hot.mask ||
@@ -380,14 +373,14 @@ int khl_i_check_held(const khl_pool_t *p)
     class_totals_t tot = {0, 0, 0};
     size_t large_bytes = 0, nlarge = 0, i, slots_in_index = 0;
     uint64_t class_bytes = 0;
-    const chunk_t *k, *prev = NULL;
+    const khl_pool_chunk_t *k, *prev = NULL;
     unsigned ci;
     if (p->hot.cache_path_max != (p->flags == F_THREADS ? p->max_small : 0) ||
         p->hot.plain_path_max != (p->flags ? 0 : p->max_small) || p->hot.classes != p->cls)
         return broken("path switches (plain %zu, cache %zu) or class array do not match the pool", p->hot.plain_path_max,
                       p->hot.cache_path_max);
     for (ci = 0; ci < p->ncls; ci++) {
-        const cls_t *c = &p->cls[ci];
+        const khl_pool_class_t *c = &p->cls[ci];
         size_t handed, nfree = 0, live_before = tot.live_bits, in_cur;
         if (chunks_ok(p, ci, &tot, &handed) < 0 || free_blocks_ok(p, ci, handed, &nfree) < 0)
             return -1;

@@ -1,9 +1,11 @@
 /* khl_pool_class.c: the single-threaded core of the pool, which thread-safe
  * pools run under their lock - chunks and the size classes they serve, the
- * free blocks' bundles, bump allocation, reserve and trim, and the locked
- * paths (core_* and locked_*: every call no fast path serves).
+ * free blocks' bundles and flushed batches, bump allocation, reserve and
+ * trim.  It calls only the layers below it (system memory, large blocks):
+ * what the thread caches know comes in as arguments.
  * Invariants: khl_pool_internal.h. */
-#include "khl_pool_internal.h"
+#include "khl_pool_class.h"
+#include "khl_pool_large.h"
 
 /* ------------------------------------------------------------------------ */
 /* Chunks                                                                    */
@@ -30,7 +32,7 @@ size_t khl_i_chunk_layout(const khl_pool_t *p, unsigned c, size_t *off)
 }
 
 /* Makes an adopted frame a chunk of class c. */
-static void chunk_init(khl_pool_t *p, chunk_t *k, unsigned c)
+static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
 {
     size_t off;
     k->cap = khl_i_chunk_layout(p, c, &off);
@@ -62,9 +64,9 @@ static int prefaults(const khl_pool_t *p, unsigned c)
            p->chunk_bytes / p->cls[c].size >= PREFAULT_MIN_BLOCKS;
 }
 
-static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c)
 {
-    chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
+    khl_pool_chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
     if (k && prefaults(p, c) && khl_i_frame_prefault(p, k) < 0) {
         khl_i_frame_release(p, k);
         return NULL;
@@ -76,7 +78,7 @@ static chunk_t *chunk_new(khl_pool_t *p, unsigned c)
     return k;
 }
 
-static void chunk_release(khl_pool_t *p, chunk_t *k)
+static void chunk_release(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     chunk_list_unlink(&p->cls[k->cls].chunks, k);
     p->nchunks--;
@@ -86,46 +88,34 @@ static void chunk_release(khl_pool_t *p, chunk_t *k)
 /* ------------------------------------------------------------------------ */
 /* Classes: counts, bump, free blocks                                        */
 
-size_t khl_i_cls_nfree(const cls_t *c)
+size_t khl_i_cls_nfree(const khl_pool_class_t *c)
 {
     size_t in_cur = c->cur ? (size_t)(c->bump - c->cur->slots) / c->size : 0;
     return c->carved + in_cur - (size_t)(c->allocs - c->frees);
 }
 
-/* Callers' allocations of class ci so far, which a reserve counts down
- * against (lock held).  A thread-safe pool's c->allocs counts blocks moved
- * to thread caches instead: surplus blocks a cache took and then handed out
- * would never use a reserve up, and trim would keep its chunks for ever. */
-uint64_t khl_i_cls_user_allocs(const khl_pool_t *p, unsigned ci)
+/* Blocks of class ci still promised by reserves (lock held), given `done`,
+ * the callers' allocations of the class so far (khl_i_user_allocs: the
+ * thread caches count them in thread-safe pools, a layer above this one).
+ * A reserve used up is forgotten, so later calls skip the count. */
+size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci, uint64_t done)
 {
-    const cls_t *c = &p->cls[ci];
-    if (!(p->flags & F_THREADS))
-        return c->allocs;
-    return c->ts_allocs + khl_i_caches_allocs(p, ci);
-}
-
-/* Blocks of class ci still promised by reserves (lock held).  A reserve
- * used up is forgotten, so later calls skip the count. */
-size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci)
-{
-    cls_t *c = &p->cls[ci];
-    uint64_t done;
+    khl_pool_class_t *c = &p->cls[ci];
     if (!c->reserve_until)
         return 0;
-    done = khl_i_cls_user_allocs(p, ci);
     if (done < c->reserve_until)
         return (size_t)(c->reserve_until - done);
     c->reserve_until = 0;
     return 0;
 }
 
-size_t khl_i_cls_ready(const cls_t *c)
+size_t khl_i_cls_ready(const khl_pool_class_t *c)
 {
     return khl_i_cls_nfree(c) + bump_left(c) + c->fresh_slots;
 }
 
 /* Makes k the chunk the class bumps through. */
-static void cls_set_cur(cls_t *c, chunk_t *k)
+static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k)
 {
     if (c->cur) {
         c->cur->bump = c->bump;
@@ -144,7 +134,7 @@ typedef struct free_blocks {
     size_t nroot;
 } free_blocks_t;
 
-static void free_blocks_save(const cls_t *c, free_blocks_t *f)
+static void free_blocks_save(const khl_pool_class_t *c, free_blocks_t *f)
 {
     f->base = c->base;
     f->top = c->top;
@@ -154,8 +144,8 @@ static void free_blocks_save(const cls_t *c, free_blocks_t *f)
 
 /* Calls fn on every free block saved in f.  fn may push onto c: a block
  * bundle is read before fn sees it, and the root's entries are a copy. */
-static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
-                             void (*fn)(khl_pool_t *, cls_t *, void *))
+static void free_blocks_each(khl_pool_t *p, khl_pool_class_t *c, const free_blocks_t *f,
+                             void (*fn)(khl_pool_t *, khl_pool_class_t *, void *))
 {
     void **bundle = f->base == c->root ? NULL : f->base - 1, **top = f->top, **e, **next;
     size_t i;
@@ -169,6 +159,42 @@ static void free_blocks_each(khl_pool_t *p, cls_t *c, const free_blocks_t *f,
     }
     for (i = 0; i < f->nroot; i++)
         fn(p, c, f->root[i]);
+}
+
+/* A batch of class ci in c.batches (lock held), or NULL. */
+void *khl_i_take_chain(khl_pool_t *p, unsigned ci)
+{
+    khl_pool_class_t *c = &p->cls[ci];
+    void *chain = c->batches;
+    if (chain)
+        c->batches = batch_next(chain);
+    return chain;
+}
+
+/* Gives a chain (linked through first words) back to the class's free
+ * blocks; returns its length. */
+size_t khl_i_splice_chain(khl_pool_class_t *c, void *head)
+{
+    size_t n = 0;
+    void *b, *next;
+    for (b = head; b; b = next, n++) {
+        next = *(void **)b;   /* before cls_push may make b a bundle */
+        cls_push(c, b);
+    }
+    return n;
+}
+
+/* Puts a list of chains (linked by batch_next) on c.batches, where the
+ * class counts their blocks free again (lock held). */
+void khl_i_batches_return(khl_pool_class_t *c, void *chains)
+{
+    void *next;
+    for (; chains; chains = next) {
+        next = batch_next(chains);
+        ((void **)chains)[1] = c->batches;
+        c->batches = chains;
+        c->frees += c->batch;
+    }
 }
 
 /* Moves one flushed batch among the free blocks; 0 when there is none. */
@@ -185,8 +211,8 @@ static int cls_unbatch(khl_pool_t *p, unsigned ci)
  * (if `sys`) one new chunk from the system.  0 on success. */
 int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *k = c->fresh;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *k = c->fresh;
     if (c->bump != c->end)
         return 0;
     if (k) {
@@ -203,7 +229,7 @@ int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
  * or (if `sys`) one new chunk from the system.  NULL when none has one. */
 void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     void *b = cls_pop_free(c);
     if (b || (cls_unbatch(p, ci) && (b = cls_pop_free(c)) != NULL))
         return b;
@@ -228,13 +254,13 @@ static void touch(const khl_pool_t *p, char *from, char *to)
 /* Every chunk a reserve needs is taken, and the index made room for them,
  * before any becomes the pool's or has a page touched: a failure anywhere
  * drops them and leaves the pool as it was. */
-int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count)
+int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *added = NULL, *k;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *added = NULL, *k;
     size_t off, cap = khl_i_chunk_layout(p, ci, &off), cost = khl_i_frame_cost(p, p->chunk_bytes);
     size_t need, ready = khl_i_cls_ready(c), in_bump, nfree = khl_i_cls_nfree(c);
-    size_t held = khl_i_cls_reserved(p, ci), nk, i;
+    size_t held = khl_i_cls_reserved(p, ci, done), nk, i;
     if (count > SIZE_MAX - held || held + count > SIZE_MAX / c->size)
         return -1;
     need = held + count;
@@ -271,40 +297,40 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count)
         in_bump = bump_left(c);
     if (in_bump)
         touch(p, c->bump, c->bump + in_bump * c->size);
-    c->reserve_until = khl_i_cls_user_allocs(p, ci) + need;
+    c->reserve_until = done + need;
     return 0;
 }
 
 /* A chunk is wholly free when its free blocks and never-used slots
  * make up all its slots. */
-static size_t never_used(const cls_t *c, const chunk_t *k)
+static size_t never_used(const khl_pool_class_t *c, const khl_pool_chunk_t *k)
 {
     const char *bump = k == c->cur ? c->bump : k->bump;
     return k->cap - (size_t)(bump - k->slots) / k->size;
 }
 
-static void count_free(khl_pool_t *p, cls_t *c, void *b)
+static void count_free(khl_pool_t *p, khl_pool_class_t *c, void *b)
 {
     (void)c;
     chunk_of(p, b)->trim_free++;
 }
 
-static void keep_unless_doomed(khl_pool_t *p, cls_t *c, void *b)
+static void keep_unless_doomed(khl_pool_t *p, khl_pool_class_t *c, void *b)
 {
     if (chunk_of(p, b)->trim_free != TRIM_DOOMED)
         cls_push(c, b);
 }
 
-void khl_i_core_trim_class(khl_pool_t *p, unsigned ci)
+/* done: as for khl_i_cls_reserved.  A thread-safe pool's published
+ * batches are drained first (khl_i_drain_published), by the caller. */
+void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done)
 {
-    cls_t *c = &p->cls[ci];
-    chunk_t *k, *next, **fp;
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *k, *next, **fp;
     free_blocks_t fb;
     size_t ready, held, doomed = 0;
-    if (p->published)
-        khl_i_drain_published(p, ci);
     ready = khl_i_cls_ready(c);
-    held = khl_i_cls_reserved(p, ci);
+    held = khl_i_cls_reserved(p, ci, done);
     while (cls_unbatch(p, ci))
         ;
     for (k = c->chunks; k; k = k->next)
@@ -342,77 +368,4 @@ void khl_i_core_trim_class(khl_pool_t *p, unsigned ci)
         if (k->trim_free == TRIM_DOOMED)
             chunk_release(p, k);
     }
-}
-
-/* ------------------------------------------------------------------------ */
-/* Locked paths: every call of a checked pool, large blocks, and anything a  */
-/* fast path cannot serve.  The lock is taken only by thread-safe pools.     */
-
-/* Allocation with the lock held. */
-static void *core_alloc(khl_pool_t *p, size_t n)
-{
-    void *b;
-    if (n <= p->max_small) {
-        unsigned ci = class_of(n);
-        cls_t *c = &p->cls[ci];
-        b = khl_i_cls_pop(p, ci, 1);
-        if (!b)
-            return NULL;
-        c->allocs++;
-        c->ts_allocs++;
-        p->uncached_allocs++;
-        if (p->flags & F_CHECKED)
-            khl_i_set_live(chunk_of(p, b), b, 1);
-        note_alloc(p, c->size);
-    } else {
-        b = khl_i_large_alloc(p, n);
-        if (!b)
-            return NULL;
-        p->large_allocs++;
-        note_alloc(p, n);
-    }
-    if (p->flags & F_THREADS)
-        khl_i_sample_peak(p);
-    return b;
-}
-
-/* Free with the lock held; n == 0: size unknown. */
-static void core_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
-{
-    chunk_t *k = (p->flags & F_CHECKED) ? khl_i_check_live(p, ptr, n, who) : chunk_of(p, ptr);
-    if (n ? n > p->max_small : k->kind == KIND_LARGE) {
-        p->large_frees++;
-        p->hot.in_use -= k->size;
-        khl_i_large_free(p, k);
-        return;
-    }
-    if (p->flags & F_CHECKED)
-        khl_i_set_live(k, ptr, 0);
-    {
-        cls_t *c = &p->cls[n ? class_of(n) : k->cls];
-        cls_push(c, ptr);
-        c->frees++;
-        p->uncached_frees++;
-        p->hot.in_use -= c->size;
-    }
-}
-
-NOINLINE void *khl_i_locked_alloc(khl_pool_t *p, size_t n)
-{
-    void *b;
-    if (n == 0)
-        return NULL;
-    lock(p);
-    b = core_alloc(p, n);
-    KHL_I_DEBUG_CHECK(p);
-    unlock(p);
-    return b;
-}
-
-NOINLINE void khl_i_locked_free(khl_pool_t *p, void *ptr, size_t n, const char *who)
-{
-    lock(p);
-    core_free(p, ptr, n, who);
-    KHL_I_DEBUG_CHECK(p);
-    unlock(p);
 }

@@ -34,23 +34,10 @@
 #include <stdint.h>
 
 #include "khl_pool.h"
+#include "khl_port.h"
 
 #ifdef __cplusplus
 extern "C" {
-#define KHL_POOL_I_ALIGN64 alignas(64)
-#else
-#define KHL_POOL_I_ALIGN64 _Alignas(64)
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KHL_POOL_I_PREFETCH_W(a) __builtin_prefetch((a), 1)
-/* The three inline calls inline whatever the compiler's size heuristics
- * say: with both the plain and the thread-cache path in them, gcc -O2
- * otherwise keeps them out of line, a call per allocation. */
-#define KHL_POOL_I_FORCE_INLINE inline __attribute__((always_inline))
-#else
-#define KHL_POOL_I_PREFETCH_W(a) ((void)(a))
-#define KHL_POOL_I_FORCE_INLINE inline
 #endif
 
 /* Thread-safe pools' thread caches are read inline in C, and in C++ where
@@ -58,7 +45,7 @@ extern "C" {
  * C++ compilers call the library. */
 #if defined(__GNUC__) || defined(__clang__)
 #define KHL_POOL_I_INLINE_CACHES 1
-#define KHL_POOL_I_TLS __thread __attribute__((tls_model("initial-exec")))
+#define KHL_POOL_I_TLS __thread KHL_TLS_INITIAL_EXEC
 #define KHL_POOL_I_LOAD(x) __atomic_load_n((x), __ATOMIC_RELAXED)
 #define KHL_POOL_I_STORE(x, v) __atomic_store_n((x), (v), __ATOMIC_RELAXED)
 #elif !defined(__cplusplus)
@@ -101,7 +88,7 @@ typedef struct khl_pool_class {
     /* top, base and lim are stored together and loaded one by one: they are
      * not neighbours, or the compiler merges their stores into one vector
      * store from which the next call's loads cannot be forwarded. */
-    KHL_POOL_I_ALIGN64 void **top; /* next unused entry of the current bundle */
+    KHL_ALIGN64 void **top; /* next unused entry of the current bundle */
     char *bump;                   /* never-used slots of `cur`, up to end */
     void **base;                  /* first entry of the current bundle */
     char *end;
@@ -153,7 +140,7 @@ typedef struct khl_pool_frame_head {
  * stores, never a read-modify-write.  flush_at is the value of frees at
  * which `freed` holds a full batch.  The rest is the library's. */
 typedef struct khl_pool_class_cache {
-    KHL_POOL_I_ALIGN64 void *alloc;   /* one cache line per class */
+    KHL_ALIGN64 void *alloc;   /* one cache line per class */
     void *freed;
     uint64_t allocs, frees;
     uint64_t flush_at;
@@ -288,7 +275,7 @@ static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t 
         c->top = top;
         /* The caller's first write to the next block will not miss. */
         if (KHL_LIKELY(top != base))
-            KHL_POOL_I_PREFETCH_W(top[-1]);
+            KHL_PREFETCH_W(top[-1]);
     } else if (base != c->root) {
         b = khl_pool_i_pop_bundle(c);
     } else if (KHL_LIKELY(c->bump != c->end)) {
@@ -313,8 +300,10 @@ static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c
 }
 
 /* khl_pool_alloc, inline where the pool is plain or a thread's cache has a
- * block. */
-static KHL_POOL_I_FORCE_INLINE void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
+ * block.  The three inline calls are forced inline whatever the compiler's
+ * size heuristics say: with both the plain and the thread-cache path in
+ * them, gcc -O2 otherwise keeps them out of line, a call per allocation. */
+static inline KHL_HOT_INLINE void *khl_pool_alloc_inline(khl_pool_t *p, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(n - 1 < h->plain_path_max))
@@ -331,7 +320,7 @@ static KHL_POOL_I_FORCE_INLINE void *khl_pool_alloc_inline(khl_pool_t *p, size_t
 
 /* khl_pool_free, inline where the pool is plain or a thread's cache has
  * room. */
-static KHL_POOL_I_FORCE_INLINE void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
+static inline KHL_HOT_INLINE void khl_pool_free_inline(khl_pool_t *p, void *ptr, size_t n)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(ptr != NULL && n - 1 < h->plain_path_max)) {
@@ -348,7 +337,7 @@ static KHL_POOL_I_FORCE_INLINE void khl_pool_free_inline(khl_pool_t *p, void *pt
 /* khl_pool_free_unsized, inline where the pool is plain or a thread's cache
  * has room: the class comes from the header of the chunk the address masks
  * to. */
-static KHL_POOL_I_FORCE_INLINE void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
+static inline KHL_HOT_INLINE void khl_pool_free_unsized_inline(khl_pool_t *p, void *ptr)
 {
     khl_pool_head_t *h = (khl_pool_head_t *)(void *)p;
     if (KHL_LIKELY(ptr != NULL && h->plain_path_max != 0)) {

@@ -18,7 +18,7 @@
  * spans are the zero bits of one word - best fit is a scan of a few words,
  * coalescing is clearing bits, and growing in place is testing the bits
  * after the block.  Invariants: khl_pool_internal.h. */
-#include "khl_pool_internal.h"
+#include "khl_pool_large.h"
 
 /* Windows a span block of n bytes covers (header included); 0 when it
  * cannot be a span. */
@@ -140,14 +140,14 @@ static void arena_mark(khl_pool_t *p, arena_t *a, unsigned start, unsigned w, in
     }
 }
 
-static unsigned span_start(const khl_pool_t *p, const chunk_t *k)
+static unsigned span_start(const khl_pool_t *p, const khl_pool_chunk_t *k)
 {
     const arena_t *a = (const arena_t *)k->raw;
     return (unsigned)((size_t)((const char *)k - a->base) / p->chunk_bytes);
 }
 
 /* Sets a span's header for `w` windows holding n bytes. */
-static void span_set(const khl_pool_t *p, chunk_t *k, unsigned w, size_t n)
+static void span_set(const khl_pool_t *p, khl_pool_chunk_t *k, unsigned w, size_t n)
 {
     k->cls = w;
     k->raw_size = (size_t)w * p->chunk_bytes;
@@ -159,7 +159,7 @@ static void *span_alloc(khl_pool_t *p, size_t n, unsigned w)
 {
     arena_t *a, *best = NULL, *fresh = NULL;
     unsigned start = 0, s = 0, len, best_len = 0;
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     for (a = p->arenas; a; a = a->next)
         if ((len = best_run(a, w, &s)) != 0 && (!best || len < best_len)) {
             best = a;
@@ -182,7 +182,7 @@ static void *span_alloc(khl_pool_t *p, size_t n, unsigned w)
         return NULL;
     }
     arena_mark(p, best, start, w, 1);
-    k = (chunk_t *)(void *)(best->base + (size_t)start * p->chunk_bytes);
+    k = (khl_pool_chunk_t *)(void *)(best->base + (size_t)start * p->chunk_bytes);
     k->kind = KIND_LARGE;
     k->raw = best;
     k->fresh_next = NULL;
@@ -194,7 +194,7 @@ static void *span_alloc(khl_pool_t *p, size_t n, unsigned w)
     return k->slots;
 }
 
-static void span_free(khl_pool_t *p, chunk_t *k)
+static void span_free(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     arena_t *a = (arena_t *)k->raw;
     arena_mark(p, a, span_start(p, k), k->cls, 0);
@@ -209,7 +209,7 @@ static void span_free(khl_pool_t *p, chunk_t *k)
 /* ------------------------------------------------------------------------ */
 /* Huge blocks and the mappings kept for them                                */
 
-static void cache_drop(khl_pool_t *p, chunk_t *k)
+static void cache_drop(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     chunk_list_unlink(&p->huge_cache, k);
     p->ncached--;
@@ -217,7 +217,7 @@ static void cache_drop(khl_pool_t *p, chunk_t *k)
     p->retained -= k->raw_size;
 }
 
-static void cache_release(khl_pool_t *p, chunk_t *k)
+static void cache_release(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     cache_drop(p, k);
     p->system -= k->raw_size;
@@ -226,9 +226,9 @@ static void cache_release(khl_pool_t *p, chunk_t *k)
 
 /* Keeps a freed huge frame for the next huge block if it is small enough,
  * pushing out the oldest beyond HUGE_CACHE_FRAMES or cache_max bytes. */
-static void cache_put(khl_pool_t *p, chunk_t *k)
+static void cache_put(khl_pool_t *p, khl_pool_chunk_t *k)
 {
-    chunk_t *old;
+    khl_pool_chunk_t *old;
     if (k->raw_size > p->cache_max) {
         p->system -= k->raw_size;
         khl_i_frame_free(p, k->raw, k->raw_size);
@@ -246,16 +246,16 @@ static void cache_put(khl_pool_t *p, chunk_t *k)
 }
 
 /* A kept frame whose raw size fits `cost` and wastes less than half. */
-static chunk_t *cache_take(khl_pool_t *p, size_t cost)
+static khl_pool_chunk_t *cache_take(khl_pool_t *p, size_t cost)
 {
-    chunk_t *k, *best = NULL;
+    khl_pool_chunk_t *k, *best = NULL;
     for (k = p->huge_cache; k; k = k->next)
         if (k->raw_size >= cost && k->raw_size - cost <= cost / 2 && (!best || k->raw_size < best->raw_size))
             best = k;
     return best;
 }
 
-static void huge_set(chunk_t *k, size_t n)
+static void huge_set(khl_pool_chunk_t *k, size_t n)
 {
     k->cls = 0;
     k->size = n;
@@ -266,7 +266,7 @@ static void huge_set(chunk_t *k, size_t n)
 static void *huge_alloc(khl_pool_t *p, size_t n)
 {
     size_t cost = khl_i_frame_cost(p, FRAME_HEADER_BYTES + n);
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     if (!cost)
         return NULL;
     if ((k = cache_take(p, cost)) != NULL) {
@@ -300,7 +300,7 @@ void *khl_i_large_alloc(khl_pool_t *p, size_t n)
     return b;
 }
 
-void khl_i_large_free(khl_pool_t *p, chunk_t *k)
+void khl_i_large_free(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     chunk_list_unlink(&p->large, k);
     p->nlarge--;
@@ -312,10 +312,10 @@ void khl_i_large_free(khl_pool_t *p, chunk_t *k)
 }
 
 /* A huge block grown by moving its pages (mremap), never its bytes. */
-static chunk_t *huge_grow(khl_pool_t *p, chunk_t *k, size_t nsize)
+static khl_pool_chunk_t *huge_grow(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
 {
     size_t cost = khl_i_frame_cost(p, FRAME_HEADER_BYTES + nsize), old = k->raw_size;
-    chunk_t *moved;
+    khl_pool_chunk_t *moved;
     if (!cost || p->backing.fn || !within_limit(p, cost - old))
         return NULL;
     chunk_list_unlink(&p->large, k);
@@ -335,7 +335,7 @@ static chunk_t *huge_grow(khl_pool_t *p, chunk_t *k, size_t nsize)
 
 /* A huge block that shrank below half its frame gives the pages past its
  * end back: it stays where it is, and shrinking by little costs no call. */
-static void huge_shrink(khl_pool_t *p, chunk_t *k, size_t nsize)
+static void huge_shrink(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
 {
     size_t keep = khl_i_frame_cost(p, FRAME_HEADER_BYTES + nsize);
     if (p->backing.fn || keep > k->raw_size / 2)
@@ -346,7 +346,7 @@ static void huge_shrink(khl_pool_t *p, chunk_t *k, size_t nsize)
     huge_set(k, k->size);
 }
 
-void *khl_i_large_resize(khl_pool_t *p, chunk_t *k, size_t nsize)
+void *khl_i_large_resize(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
 {
     size_t old = k->size;
     if (nsize <= p->max_small)
@@ -390,7 +390,7 @@ static void shed(khl_pool_t *p, int every)
 {
     arena_t *a, *next;
     while (p->huge_cache && over(p, every)) {
-        chunk_t *old;
+        khl_pool_chunk_t *old;
         for (old = p->huge_cache; old->next; old = old->next)
             ;
         cache_release(p, old);
@@ -417,7 +417,7 @@ void khl_i_large_trim(khl_pool_t *p)
 
 void khl_i_large_destroy(khl_pool_t *p)
 {
-    chunk_t *k, *next;
+    khl_pool_chunk_t *k, *next;
     for (k = p->large; k; k = next) {
         next = k->next;
         if (!k->cls)

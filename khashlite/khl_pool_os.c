@@ -6,7 +6,7 @@
  * sys_calls (khl_pool_stats: system_calls). */
 #define _GNU_SOURCE 1   /* MAP_ANONYMOUS under -std=c11 */
 
-#include "khl_pool_internal.h"
+#include "khl_pool_os.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -30,7 +30,7 @@ size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes)
  * allocator's memory is left as it gives it.  -1 when the memory cannot be
  * had: the caller gives the frame back and fails, as when mmap fails,
  * instead of a later write faulting. */
-int khl_i_frame_prefault(khl_pool_t *p, chunk_t *k)
+int khl_i_frame_prefault(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     volatile char *q;
     char *a = (char *)k->raw;
@@ -189,11 +189,11 @@ static void index_del(khl_pool_t *p, uintptr_t key)
 /* A frame of the given kind with its header filled in, not yet indexed nor
  * counted: until khl_i_frame_adopt, khl_i_frame_free drops it without a
  * trace, so a call that fails later leaves the pool as it was. */
-chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
+khl_pool_chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
 {
     void *raw;
     size_t raw_size;
-    chunk_t *k = (chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
+    khl_pool_chunk_t *k = (khl_pool_chunk_t *)(void *)frame_alloc(p, bytes, &raw, &raw_size);
     if (!k)
         return NULL;
     k->kind = kind;
@@ -205,7 +205,7 @@ chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind)
 
 /* Makes a taken frame the pool's; the index must have room
  * (khl_i_index_make_room). */
-void khl_i_frame_adopt(khl_pool_t *p, chunk_t *k)
+void khl_i_frame_adopt(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     khl_i_index_add(p, (uintptr_t)k);
     p->system += k->raw_size;
@@ -218,9 +218,9 @@ void khl_i_index_remove(khl_pool_t *p, uintptr_t key)
 
 /* A frame of the given kind, indexed and counted.  The frame comes before
  * the index's room: a grown index is no use to a call that fails. */
-chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
+khl_pool_chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
 {
-    chunk_t *k;
+    khl_pool_chunk_t *k;
     if (!within_limit(p, khl_i_frame_cost(p, bytes)) || !(k = khl_i_frame_take(p, bytes, kind)))
         return NULL;
     if (khl_i_index_make_room(p, 1) < 0) {
@@ -231,7 +231,7 @@ chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind)
     return k;
 }
 
-void khl_i_frame_release(khl_pool_t *p, chunk_t *k)
+void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k)
 {
     index_del(p, (uintptr_t)k);
     p->system -= k->raw_size;
@@ -242,7 +242,7 @@ void khl_i_frame_release(khl_pool_t *p, chunk_t *k)
  * moved, not copied: in place when the address space after it is free,
  * else into a fresh reservation aligned to chunk_bytes.  Returns its header
  * where it now is, or NULL with the frame untouched.  Counts nothing. */
-chunk_t *khl_i_frame_remap(khl_pool_t *p, chunk_t *k, size_t raw_size)
+khl_pool_chunk_t *khl_i_frame_remap(khl_pool_t *p, khl_pool_chunk_t *k, size_t raw_size)
 {
 #ifdef MREMAP_FIXED
     size_t align = p->chunk_bytes, map = raw_size + align - p->page;
@@ -268,7 +268,7 @@ chunk_t *khl_i_frame_remap(khl_pool_t *p, chunk_t *k, size_t raw_size)
         return NULL;
     }
     trim_slack(p, m, map, a, raw_size);
-    k = (chunk_t *)(void *)a;
+    k = (khl_pool_chunk_t *)(void *)a;
     k->raw = a;
     k->raw_size = raw_size;
     return k;
@@ -280,7 +280,7 @@ chunk_t *khl_i_frame_remap(khl_pool_t *p, chunk_t *k, size_t raw_size)
 
 /* Gives back a mapped frame's pages from raw_size (a multiple of the page)
  * on; counts nothing. */
-void khl_i_frame_cut(khl_pool_t *p, chunk_t *k, size_t raw_size)
+void khl_i_frame_cut(khl_pool_t *p, khl_pool_chunk_t *k, size_t raw_size)
 {
     p->sys_calls++;
     munmap((char *)k->raw + raw_size, k->raw_size - raw_size);

@@ -9,7 +9,7 @@
  */
 #define _GNU_SOURCE 1   /* adaptive mutexes */
 
-#include "khl_pool_internal.h"
+#include "khl_pool_thread.h"
 
 #include <stdlib.h>
 
@@ -22,9 +22,9 @@ static uint64_t registry_gen;
 /* The record the thread used last (the fast paths' one guess, read inline
  * by programs too: khl_pool_inline.h), and all its records. */
 KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
-static _Thread_local thread_cache_t *my_caches TLS_MODEL;
+static _Thread_local thread_cache_t *my_caches KHL_TLS_INITIAL_EXEC;
 
-static uint64_t frees_now(const class_cache_t *t)
+static uint64_t frees_now(const khl_pool_class_cache_t *t)
 {
     return counter(&t->frees);
 }
@@ -44,13 +44,25 @@ void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in
 }
 
 /* Allocations of class ci the live thread records count (lock held). */
-uint64_t khl_i_caches_allocs(const khl_pool_t *p, unsigned ci)
+static uint64_t caches_allocs(const khl_pool_t *p, unsigned ci)
 {
     uint64_t n = 0;
     const thread_cache_t *e;
     for (e = p->threads; e; e = e->next)
         n += counter(&e->c[ci].allocs);
     return n;
+}
+
+/* Callers' allocations of class ci so far, which a reserve counts down
+ * against (lock held).  A thread-safe pool's c->allocs counts blocks moved
+ * to thread caches instead: surplus blocks a cache took and then handed out
+ * would never use a reserve up, and trim would keep its chunks for ever. */
+uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci)
+{
+    const khl_pool_class_t *c = &p->cls[ci];
+    if (!(p->flags & F_THREADS))
+        return c->allocs;
+    return c->ts_allocs + caches_allocs(p, ci);
 }
 
 /* Exact in a quiet pool; sampled (lock held) at refills. */
@@ -63,29 +75,6 @@ void khl_i_sample_peak(khl_pool_t *p)
         khl_i_cache_counts(p, e, &s, &a, &f);
     if (s > p->hot.peak)
         p->hot.peak = s;
-}
-
-/* A batch of class ci in c.batches (lock held), or NULL. */
-void *khl_i_take_chain(khl_pool_t *p, unsigned ci)
-{
-    cls_t *c = &p->cls[ci];
-    void *chain = c->batches;
-    if (chain)
-        c->batches = batch_next(chain);
-    return chain;
-}
-
-/* Puts a list of chains (linked by batch_next) on c.batches, where the
- * class counts their blocks free again (lock held). */
-static void batches_return(cls_t *c, void *chains)
-{
-    void *next;
-    for (; chains; chains = next) {
-        next = batch_next(chains);
-        ((void **)chains)[1] = c->batches;
-        c->batches = chains;
-        c->frees += c->batch;
-    }
 }
 
 /* The published stack (see published_t).  Push: the chain's link is written
@@ -114,20 +103,7 @@ static void *take_published(khl_pool_t *p, unsigned ci)
  * (lock held). */
 void khl_i_drain_published(khl_pool_t *p, unsigned ci)
 {
-    batches_return(&p->cls[ci], take_published(p, ci));
-}
-
-/* Gives a chain (linked through first words) back to the class's free
- * blocks; returns its length. */
-size_t khl_i_splice_chain(cls_t *c, void *head)
-{
-    size_t n = 0;
-    void *b, *next;
-    for (b = head; b; b = next, n++) {
-        next = *(void **)b;   /* before cls_push may make b a bundle */
-        cls_push(c, b);
-    }
-    return n;
+    khl_i_batches_return(&p->cls[ci], take_published(p, ci));
 }
 
 /* Gives the record's cached blocks back to its pool (its lock held). */
@@ -135,10 +111,10 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
 {
     unsigned i;
     for (i = 0; i < p->ncls; i++) {
-        class_cache_t *t = &e->c[i];
-        cls_t *c = &p->cls[i];
+        khl_pool_class_cache_t *t = &e->c[i];
+        khl_pool_class_t *c = &p->cls[i];
         c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
-        batches_return(c, t->stash);
+        khl_i_batches_return(c, t->stash);
         for (; t->bump != t->end; t->bump += c->size) {
             cls_push(c, t->bump);
             c->frees++;
@@ -259,7 +235,7 @@ void khl_i_threads_detach(khl_pool_t *p)
 
 /* This thread's record for p, created on first use; NULL when it cannot be
  * made (the caller then takes the locked path). */
-static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
+static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 {
     thread_cache_t *e;
     pthread_once(&registry_once, key_init);
@@ -272,7 +248,7 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             break;
     if (!e) {
         /* Cache-line aligned: threads' records must not share lines. */
-        size_t bytes = (sizeof *e + p->ncls * sizeof(class_cache_t) + 63) & ~(size_t)63;
+        size_t bytes = (sizeof *e + p->ncls * sizeof(khl_pool_class_cache_t) + 63) & ~(size_t)63;
         e = (thread_cache_t *)aligned_alloc(64, bytes);
         if (e) {
             unsigned i;
@@ -301,7 +277,10 @@ static NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
     return e;
 }
 
-static inline thread_cache_t *my_cache(khl_pool_t *p)
+/* The calling thread's record for p, made on first use; NULL when it
+ * cannot be made, and the caller (the layer above) takes the locked path:
+ * this layer never calls up into it. */
+thread_cache_t *khl_i_my_cache(khl_pool_t *p)
 {
     /* The head is a record's first member. */
     thread_cache_t *e = (thread_cache_t *)(void *)khl_pool_i_last_cache;
@@ -313,10 +292,10 @@ static inline thread_cache_t *my_cache(khl_pool_t *p)
 /* Reserve held: blocks promised by khl_pool_reserve stay in the pool, where
  * any thread can get them.  Take only the surplus, or the single block the
  * caller is about to allocate.  Either counts against the reserve when
- * handed out (khl_i_cls_user_allocs), not here. */
-static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_t held)
+ * handed out (khl_i_user_allocs), not here. */
+static void *refill_reserved(khl_pool_t *p, khl_pool_class_cache_t *t, unsigned ci, size_t held)
 {
-    cls_t *c = &p->cls[ci];
+    khl_pool_class_t *c = &p->cls[ci];
     size_t ready = khl_i_cls_ready(c), want = ready > held ? ready - held : 1, i;
     void *b = khl_i_cls_pop(p, ci, 1);
     if (want > c->batch)
@@ -345,14 +324,15 @@ static void *refill_reserved(khl_pool_t *p, class_cache_t *t, unsigned ci, size_
  * their own (their blocks interleaved in memory), and a thread holds at
  * most one chunk's unused slots per class this way.  Returns one block,
  * the rest goes to t. */
-static NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    cls_t *c = &p->cls[ci];
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t held, n = 0, bytes = c->batch * c->size;
     void *b = NULL, *more;
     pthread_mutex_lock(&p->lock);
-    held = khl_i_cls_reserved(p, ci);
+    /* The sum over the threads' counters only where a reserve holds. */
+    held = c->reserve_until ? khl_i_cls_reserved(p, ci, khl_i_user_allocs(p, ci)) : 0;
     if (held) {
         b = refill_reserved(p, t, ci, held);
     } else if ((b = khl_i_take_chain(p, ci)) != NULL) {
@@ -385,16 +365,15 @@ static NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
         if (c->refills++ % 16 == 0)
             khl_i_sample_peak(p);
     }
-    KHL_I_DEBUG_CHECK(p);
     pthread_mutex_unlock(&p->lock);
     return b;
 }
 
 /* A full batch of freed blocks: kept while the thread's stashes have room,
  * else published. */
-NOINLINE void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+static KHL_NOINLINE void ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *chain = t->freed;
     t->freed = NULL;
@@ -414,7 +393,7 @@ NOINLINE void khl_i_ts_flush(khl_pool_t *p, thread_cache_t *e, unsigned ci)
  * empty. */
 static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
-    class_cache_t *t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     size_t bytes = p->cls[ci].batch * p->cls[ci].size;
     void *b = t->stash, *x;
     if (!b) {
@@ -431,20 +410,14 @@ static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
     return b;
 }
 
-/* Thread-safe allocation past the fast path: no record for this pool yet,
- * or an empty list - then the blocks freed here, the run of never-used
- * slots, or a refill from the pool. */
-NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n)
+/* Thread-safe allocation past the fast path, for e (khl_i_my_cache): an
+ * empty list - then the blocks freed here, the run of never-used slots, or
+ * a refill from the pool. */
+KHL_NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n)
 {
-    thread_cache_t *e = my_cache(p);
-    unsigned ci;
-    class_cache_t *t;
-    void *b;
-    if (KHL_UNLIKELY(!e))
-        return khl_i_locked_alloc(p, n);
-    ci = class_of(n);
-    t = &e->c[ci];
-    b = t->alloc;
+    unsigned ci = class_of(n);
+    khl_pool_class_cache_t *t = &e->c[ci];
+    void *b = t->alloc;
     if (b) {
         t->alloc = *(void **)b;
     } else if (t->freed) {
@@ -462,18 +435,12 @@ NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, size_t n)
     return b;
 }
 
-NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, void *ptr, unsigned ci)
+KHL_NOINLINE void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci)
 {
-    thread_cache_t *e = my_cache(p);
-    class_cache_t *t;
-    if (KHL_UNLIKELY(!e)) {
-        khl_i_locked_free(p, ptr, p->cls[ci].size, "khl_pool_free");
-        return;
-    }
-    t = &e->c[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
     *(void **)ptr = t->freed;
     t->freed = ptr;
     bump_counter(&t->frees);
     if (frees_now(t) == t->flush_at)
-        khl_i_ts_flush(p, e, ci);
+        ts_flush(p, e, ci);
 }

@@ -73,35 +73,10 @@
 #include <string.h>
 
 #include "khl_group.h"
+#include "khl_port.h"
 
 #ifdef __cplusplus
 extern "C" {
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KHL_UNUSED __attribute__((unused))
-#define KHL_HOT_INLINE __attribute__((always_inline))
-#define KHL_NOINLINE __attribute__((noinline))
-#define KHL_PREFETCH(p) __builtin_prefetch(p)
-#define KHL_LIKELY(x) __builtin_expect(!!(x), 1)
-#define KHL_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define KHL_UNUSED
-#define KHL_HOT_INLINE
-#define KHL_NOINLINE
-#define KHL_PREFETCH(p) ((void)(p))
-#define KHL_LIKELY(x) (x)
-#define KHL_UNLIKELY(x) (x)
-#endif
-
-#ifdef __cplusplus
-#define KHL_ALIGNOF(t) alignof(t)
-#define KHL_STATIC_ASSERT(c, m) static_assert(c, m)
-#else
-/* C11's spellings; gcc and clang also take them in gnu99 mode, as mruby
- * compiles (a C99 <stddef.h> has no max_align_t: see khl_max_align_t). */
-#define KHL_ALIGNOF(t) _Alignof(t)
-#define KHL_STATIC_ASSERT(c, m) _Static_assert(c, m)
 #endif
 
 /* The alignment every allocator hook gives (it promises max_align_t's, at

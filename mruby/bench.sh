@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # mruby/bench.sh MODE CSV: the `mruby` section of `make bench` (called by
-# bench/scripts/run.sh).  Times mruby 3.1 stock, khl (iv tables on khashlite)
-# and khl on khl_pool running mruby's own benchmark/*.rb (those that take about a
+# bench/scripts/run.sh).  Times mruby 3.1 stock and khl (iv tables on
+# khashlite), each on glibc and on khl_pool, running mruby's own benchmark/*.rb (those that take about a
 # second or less: ao_render, fib at 30, so_lists at a third of its size;
 # app_lc_fizzbuzz takes a minute and is left out) and bench/ruby/*.rb,
 # and appends rows in bench/harness/bench.h's columns to CSV:
 #   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
 #              n = size: seconds and peak_rss_kb (median, min, max of the
-#              repetitions, the three builds interleaved), ratio_vs_stock
+#              repetitions, the four variants interleaved), ratio_vs_stock
 #              (stock's median seconds / this one's: above 1 is faster), and
 #              allocf_calls (allocating calls over one run, through khl-mrb-probe)
 #   mruby_instr table = script, layout, allocator, n = size: instructions
@@ -52,8 +52,12 @@ scripts=(
     "bench/ruby/ao_render.rb $(small 4 28) $(small 4 28)"
     "bench/ruby/hash_churn.rb $(small 200 150000) $(small 200 150000)"
     "bench/ruby/strings.rb $(small 200 100000) $(small 200 100000)"
+    "bench/ruby/object_churn.rb $(small 200 250000) $(small 200 250000)"
 )
-variants=("stock host-stock glibc --alloc=libc" "khl host-khl glibc --alloc=libc" "khl host-khl khl_pool --alloc=pool")
+# Stock on khl_pool too: issue 21 asks each build on the pool to be at
+# least as fast as the same build on glibc.
+variants=("stock host-stock glibc --alloc=libc" "khl host-khl glibc --alloc=libc" "khl host-khl khl_pool --alloc=pool"
+          "stock host-stock khl_pool --alloc=pool")
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -69,7 +73,7 @@ for s in "${scripts[@]}"; do
     read -r path scale n <<<"$s"
     name=$(basename "$path" .rb)
     [ "$scale" = - ] && scale=
-    echo "[mruby] $name, $reps x 3 builds, $(( $(date +%s) - start )) s" >&2
+    echo "[mruby] $name, $reps x ${#variants[@]} variants, $(( $(date +%s) - start )) s" >&2
     for ((r = 0; r < reps; r++)); do
         for v in "${variants[@]}"; do
             read -r layout bin alloc flag <<<"$v"
@@ -102,7 +106,7 @@ done
 # Instructions (cachegrind): deterministic, where wall time on these shared
 # machines moves by several percent.  Smaller sizes than the timed runs
 # (valgrind is some 30x slower); bm_ao_render at 6 and 12, as issue 20's
-# targets name them.  The three builds of a script run at once.
+# targets name them.  The variants of a script run at once.
 if command -v valgrind > /dev/null; then
     { echo "ARGV = [\"$(small 3 6)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/ir_ao_small.rb"
     sed "s/fib(37)/fib($(small 10 24))/" "$src/bm_fib.rb" > "$w/ir_fib.rb"
@@ -115,6 +119,7 @@ if command -v valgrind > /dev/null; then
         "bench/ruby/ao_render.rb ao_render $(small 4 8) $(small 4 8)"
         "bench/ruby/hash_churn.rb hash_churn $(small 200 20000) $(small 200 20000)"
         "bench/ruby/strings.rb strings $(small 200 20000) $(small 200 20000)"
+        "bench/ruby/object_churn.rb object_churn $(small 200 20000) $(small 200 20000)"
     )
     for s in "${ir_scripts[@]}"; do
         read -r path name scale n <<<"$s"

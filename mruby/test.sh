@@ -42,7 +42,7 @@ out=$M/out
 mkdir -p "$out"
 for s in bench/ruby/*.rb mruby/test/ivars.rb mruby/test/methods.rb; do
     n=$(basename "$s" .rb)
-    case $n in ao_render) scale=6 ;; hash_churn|strings) scale=3000 ;; *) scale= ;; esac
+    case $n in ao_render) scale=6 ;; hash_churn|strings|object_churn) scale=3000 ;; *) scale= ;; esac
     for v in stock khl khl-pool; do
         case $v in khl-pool) bin=$M/host-khl; a=--alloc=pool ;; *) bin=$M/host-$v; a=--alloc=libc ;; esac
         KHL_SCALE=$scale "$bin" "$a" "$s" > "$out/$n.$v" 2>&1 || fail "$n on $v exited $? ($out/$n.$v)"

@@ -252,7 +252,7 @@ Test(pool_check, system_bytes_and_the_chunk_index)
     p->system += 4096;
     assert_check_says(p, "system_bytes");
     p->system -= 4096;
-    chunk_t *k = chunk_of(p, b);
+    khl_pool_chunk_t *k = chunk_of(p, b);
     size_t i;
     for (i = 0; p->index[i] != (uintptr_t)k; i++)
         ;
@@ -269,7 +269,7 @@ Test(pool_check, chunk_header_and_bump)
 {
     khl_pool_t *p = pool_of(0, 0);
     void *b = khl_pool_alloc(p, 64);
-    chunk_t *k = chunk_of(p, b);
+    khl_pool_chunk_t *k = chunk_of(p, b);
     k->size += 16;
     assert_check_says(p, "header");
     k->size -= 16;

@@ -224,7 +224,7 @@ static void dump(FILE *o, const char *workload_prefix)
 /* mruby 3.1 stock against mruby on khashlite (mruby/bench.sh): issue 20's
  * targets first (instructions, allocations and bytes), then every row. */
 static const char *const mruby_scripts[] = {"bm_ao_render", "bm_fib", "bm_so_lists", "ao_render",
-                                            "hash_churn", "strings"};
+                                            "hash_churn", "strings", "object_churn"};
 #define N_MRUBY_SCRIPTS (sizeof mruby_scripts / sizeof mruby_scripts[0])
 
 static void mruby_section(FILE *o)
@@ -290,6 +290,44 @@ static void mruby_section(FILE *o)
     target(o, what, worst, 0.97, 1, "x");
     fprintf(o, "\n![mruby: stock seconds / khl seconds](mruby.svg)\n");
     dump(o, "mruby");
+}
+
+/* Issue 21's targets: mruby with its whole allocator on khl_pool against
+ * the same build on glibc, stock and khl alike, every script at least
+ * 1.0x (mruby/bench.sh times all four in one interleaved run). */
+static void mruby_pool_section(FILE *o)
+{
+    static const char *const layouts[] = {"stock", "khl"};
+    char what[160];
+    if (!find("mruby_run", NULL, NULL, "khl_pool", -1, "seconds"))
+        return;
+    fprintf(o, "\n### mruby on khl_pool\n\nThe whole interpreter's allocator (`mrb_open_allocf`) on "
+               "khl_pool against the same build on glibc: glibc seconds / khl_pool seconds, medians "
+               "of the interleaved runs above (above 1: the pool is faster).\n\n"
+               "| script | stock | khl |\n|---|---|---|\n");
+    for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
+        fprintf(o, "| %s |", mruby_scripts[i]);
+        for (size_t l = 0; l < 2; ++l)
+            ratio_cell(o, val("mruby_run", mruby_scripts[i], layouts[l], "glibc", -1, "seconds"),
+                       val("mruby_run", mruby_scripts[i], layouts[l], "khl_pool", -1, "seconds"));
+        fputc('\n', o);
+    }
+    fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
+    for (size_t l = 0; l < 2; ++l) {
+        double worst = NAN;
+        const char *worst_name = "";
+        for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
+            double g = val("mruby_run", mruby_scripts[i], layouts[l], "glibc", -1, "seconds");
+            double r = g / val("mruby_run", mruby_scripts[i], layouts[l], "khl_pool", -1, "seconds");
+            if (!isnan(r) && (isnan(worst) || r < worst)) {
+                worst = r;
+                worst_name = mruby_scripts[i];
+            }
+        }
+        snprintf(what, sizeof what, "mruby %s on khl_pool / mruby %s on glibc, every script (slowest: %s)",
+                 layouts[l], layouts[l], worst_name);
+        target(o, what, worst, 1.0, 1, "x");
+    }
 }
 
 /* large_churn (bench/programs/largechurn.c): issue 21's large blocks. */
@@ -1394,6 +1432,7 @@ int main(int argc, char **argv)
     dump(o, "interp");
     dump(o, "objmodel");
     mruby_section(o);
+    mruby_pool_section(o);
     fprintf(o, "\n## The seeds, reproduced\n");
     seeds_side_by_side(o);
     pool_latency_section(o);

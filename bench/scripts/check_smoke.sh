@@ -51,6 +51,17 @@ done
 if [ "$(grep '^| large churn: ' "$dir/REPORT.md" | grep -cv 'not measured')" -ne 5 ]; then
     fail "REPORT.md lacks a measured large churn target"
 fi
+# Issue 21's mruby rows, where `make mruby` was run: every script on each
+# build, on glibc and on khl_pool, and both target rows measured.
+if grep -q '^mruby_run,' "$csv"; then
+    for v in stock,glibc stock,khl_pool khl,glibc khl,khl_pool; do
+        grep -q "^mruby_run,object_churn,$v," "$csv" || fail "no mruby object_churn rows for $v"
+    done
+    grep -qF '### mruby on khl_pool' "$dir/REPORT.md" || fail "REPORT.md lacks the mruby on khl_pool section"
+    if [ "$(grep '^| mruby [a-z]* on khl_pool / ' "$dir/REPORT.md" | grep -cv 'not measured')" -ne 2 ]; then
+        fail "REPORT.md lacks a measured mruby on khl_pool target"
+    fi
+fi
 for p in churn_ns churn_ratio churn_bytes latency; do
     grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
 done

@@ -1,0 +1,71 @@
+/* khl_pool_thread.h: the thread caches of thread-safe pools, above the
+ * size classes they take blocks from (khl_pool_thread.c). */
+#ifndef KHL_POOL_THREAD_H
+#define KHL_POOL_THREAD_H
+
+#include "khl_pool_class.h"
+
+/* Per thread and class: blocks to hand out, blocks freed here (a batch
+ * once there are `batch` of them), the batches the thread keeps, and a run
+ * of never-used slots.  Only the owning thread reads or writes them (but
+ * the counters), so none of it takes a lock or an atomic read-modify-write.
+ * A full batch goes to the stash while the thread's stashes hold less than
+ * the pool's keep_bytes, else onto the class's published stack; an empty
+ * cache takes its own stash first, then the whole published stack, and only
+ * then the lock.  Blocks stay warm in the core that freed them, and a
+ * thread that frees what it allocated (up to keep_bytes) shares nothing. */
+/* Its layout is khl_pool_inline.h's khl_pool_class_cache_t, whose fast
+ * paths the library runs too.  The free fast path compares frees with
+ * flush_at, so it keeps no count of its own: freed holds
+ * batch - (flush_at - frees) blocks, and flush_at - frees is 1..batch.
+ * The counters are read and written through counter()/set_counter()
+ * only. */
+KHL_STATIC_ASSERT(sizeof(khl_pool_class_cache_t) == 64, "a class's thread cache is one cache line");
+
+/* One thread's caches for one pool.  It belongs to the thread, never to the
+ * pool, so a pool can die while threads live (see khl_pool_thread.c).  It
+ * starts as khl_pool_inline.h reads it: the pool's gen, then the class
+ * caches from the next cache line. */
+struct thread_cache {
+    khl_pool_thread_head_t head;
+    khl_pool_t *pool;
+    thread_cache_t *tl_next;      /* the owning thread's records */
+    thread_cache_t *prev, *next;  /* the pool's records, under its lock */
+    size_t kept;                  /* bytes in the stashes, at most the pool's keep_bytes */
+    int dead;                     /* under the registry lock */
+    khl_pool_class_cache_t c[];
+};
+KHL_STATIC_ASSERT(offsetof(thread_cache_t, c) == KHL_POOL_I_CACHES_OFFSET,
+                  "a thread's class caches start where khl_pool_inline.h reads them");
+
+/* The thread caches' counters: one writer, readers on any thread. */
+#define counter(x) khl_pool_i_counter(x)
+#define set_counter(x, v) khl_pool_i_set_counter(x, v)
+
+static inline void bump_counter(uint64_t *x)
+{
+    set_counter(x, counter(x) + 1);
+}
+
+/* khl_pool_thread.c: thread caches */
+
+KHL_HIDDEN int khl_i_threads_attach(khl_pool_t *p);
+KHL_HIDDEN void khl_i_threads_detach(khl_pool_t *p);
+KHL_HIDDEN thread_cache_t *khl_i_own_cache(const khl_pool_t *p);
+KHL_HIDDEN void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e);
+KHL_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e, size_t *in_use,
+                                   uint64_t *allocs, uint64_t *frees);
+KHL_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
+KHL_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
+KHL_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
+KHL_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
+KHL_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);
+KHL_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci);
+
+/* 1 when e is p's record (khl_pool_inline.h's test). */
+static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
+{
+    return e && e->head.gen == p->hot.gen;
+}
+
+#endif /* KHL_POOL_THREAD_H */
