@@ -37,7 +37,7 @@
  * lookups are functions of their own, not forced inline: forced into every
  * caller, their probe loop made it save registers the one-group paths never
  * need; left to the compiler, a loop over one large table still inlines them
- * (mruby's ao_render: 458.7 M instructions so, 459.7 M as calls).
+ * (mruby's bm_ao_render: 458.7 M instructions so, 459.7 M as calls).
  *
  * The hash's top 7 bits are the tag; the log2(groups) bits below select the
  * home group (shift = 57 - log2(groups)).  Groups are probed by triangular
