@@ -953,6 +953,8 @@ template <bool IsMap> constexpr int khl_require_map()
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, , return i;)            \
         return nb;                                                                  \
     }                                                                               \
+    /* getp's own copy of the lookup: as findlarge and an index, gcc stopped */  \
+    /* inlining it (a hit in a 200k-key table: 63 -> 82 instructions). */          \
     static inline KHL_UNUSED khl_valt_##name *khl_getplarge_##name(           \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
