@@ -571,6 +571,28 @@ static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uin
     return khl_walk_next(ctrl, nb, &base, &mask);
 }
 
+/* The public cursor (khashlite.h) is this walk with its state in a struct:
+ * the control bytes and bucket count are copied in, so that a step reloads
+ * nothing that the loop body's stores might have changed. */
+static inline khl_cursor_t khl_cursor_start(const unsigned char *ctrl, uint32_t nb)
+{
+    khl_cursor_t c;
+    c.k = 0;
+    c.nb = nb;
+    c.ctrl = ctrl;
+    c.base = 0;
+    c.mask = 0;
+    if (nb)
+        khl_walk_from(ctrl, nb, 0, &c.base, &c.mask);
+    return c;
+}
+
+static inline int khl_cursor_step(khl_cursor_t *c)
+{
+    c->k = khl_walk_next(c->ctrl, c->nb, &c->base, &c->mask);
+    return c->k < c->nb;
+}
+
 static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout, size_t align)
 {
     khl_regions_t r;
@@ -711,6 +733,16 @@ template <bool IsMap> constexpr int khl_require_map()
     static inline KHL_UNUSED khl_iter_t khl_next_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
         return h->b ? khl_scan_full(khl_ctrl_at(h->b, khl_layout_##name), h->b->n_buckets, k) : 0u; \
+    }                                                                               \
+    static inline KHL_UNUSED khl_cursor_t khl_cursor_##name(const khl_t_##name *h)  \
+    {                                                                               \
+        return khl_cursor_start(h->b ? khl_ctrl_at(h->b, khl_layout_##name) : NULL, \
+                                h->b ? h->b->n_buckets : 0u);                       \
+    }                                                                               \
+    static inline KHL_UNUSED int khl_cursornext_##name(const khl_t_##name *h, khl_cursor_t *c) \
+    {                                                                               \
+        (void)h;                                                                    \
+        return khl_cursor_step(c);                                                  \
     }                                                                               \
     static inline KHL_UNUSED khl_iter_t khl_nbuckets_##name(const khl_t_##name *h)  \
     {                                                                               \
