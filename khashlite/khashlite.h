@@ -63,10 +63,21 @@
  * ---------------------------------------------------------------------------
  * Hashing
  *
- * hash_fn(key) must return a uint64_t whose TOP bits are well mixed: the top
- * 7 are a tag compared 16 buckets at a time, the next ones choose the home
- * group.  khl_hash_u32/u64/str/bytes are; an identity or a 32-bit hash is
- * not (pass it through khl_hash_u64).  All four are seeded from one
+ * hash_fn(key) returns a uint64_t; the table uses its TOP bits: the top 7
+ * are a tag compared 16 buckets at a time, the next ones choose the home
+ * group.  A hash whose top bits are not well mixed (an identity, a 32-bit
+ * hash, khash's X31 string hash) is safe: the table multiplies every hash
+ * by 2^64/phi (one multiply) unless hash_fn is declared mixed, as boost's
+ * hash_is_avalanching declares a hash, by
+ *     #define KHL_HASH_MIXED_<hash_fn>        (empty, or 1)
+ * before the KHL_INIT, KHL_INIT_ALLOC or KHL_DEFINE that names it.
+ * khl_hash_u32/u64/str are declared so.  Declare a hash only if its top
+ * bits depend on every bit of the key (XXH3, wyhash, khl_hash_bytes of the
+ * key): else, say, an identity's sequential keys all share one tag and
+ * group, every operation walks the table, and khl_check reports it.  So
+ * hash_fn is a name (of a function or a macro), not an expression.
+ *
+ * khl_hash_u32/u64/str/bytes are seeded from one
  * process-wide random seed (khl_seed fixes it), so keys crafted to collide
  * in one process are ordinary keys in another.  The seed is no
  * cryptographic guarantee: code that leaks hash values or bucket order to
@@ -119,6 +130,11 @@ uint64_t khl_hash_bytes(const void *p, size_t n);      /* XXH3-64 */
 static inline uint64_t khl_hash_u64(uint64_t x);       /* one multiply: see below */
 static inline uint64_t khl_hash_u32(uint32_t x);
 
+/* Their top bits are mixed: the table takes them as they are (see Hashing). */
+#define KHL_HASH_MIXED_khl_hash_u32
+#define KHL_HASH_MIXED_khl_hash_u64
+#define KHL_HASH_MIXED_khl_hash_str
+
 #define khl_eq_int(a, b) ((a) == (b))
 #define khl_eq_str(a, b) (strcmp((a), (b)) == 0)
 
@@ -128,8 +144,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 /* KHL_INIT(name, key_t, val_t, is_map, hash_fn, eq_fn): a table type whose
  * functions are static inline in this file.  is_map is the literal 0 (a
  * set: val_t is unused, khl_val is a compile-time error) or 1.  hash_fn(key)
- * returns uint64_t (see Hashing), eq_fn(a, b) non-zero when equal; either
- * may be a macro.  No semicolon after it, as in khash. */
+ * returns uint64_t (see Hashing: multiplied unless declared mixed), eq_fn(a,
+ * b) non-zero when equal; either may be a macro; hash_fn is a name.  No semicolon after it, as in khash. */
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
     KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, KHL_LAYOUT_SINGLE)
 
