@@ -145,7 +145,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * functions are static inline in this file.  is_map is the literal 0 (a
  * set: val_t is unused, khl_val is a compile-time error) or 1.  hash_fn(key)
  * returns uint64_t (see Hashing: multiplied unless declared mixed), eq_fn(a,
- * b) non-zero when equal; either may be a macro; hash_fn is a name.  No semicolon after it, as in khash. */
+ * b) non-zero when equal; either may be a macro, hash_fn is a name.  No
+ * semicolon after it, as in khash. */
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
     KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, KHL_LAYOUT_SINGLE)
 
@@ -265,9 +266,9 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * Between steps the walk may delete the current key or any other
  * (khl_del, khl_del_key move nothing): every key present throughout is
  * visited exactly once, a deleted one not reached yet is not visited.  Any
- * call that can allocate (khl_put, khl_reserve, khl_shrink, khl_copy into
- * the table, khl_destroy) invalidates the cursor, as it does bucket
- * indices.  A cursor is a plain struct: copy it to resume a walk there. */
+ * call that can allocate or free the block (khl_put, khl_reserve,
+ * khl_shrink, khl_copy into the table, khl_destroy) invalidates the cursor,
+ * as it does bucket indices.  A cursor is a plain struct: copy it to resume a walk there. */
 typedef struct khl_cursor {
     khl_iter_t k;                   /* the current key's bucket */
     uint32_t base, mask, nb;        /* internal: the group, its unvisited keys */

@@ -890,8 +890,8 @@ template <bool IsMap> constexpr int khl_require_map()
 /* What a hash not declared mixed goes through: Fibonacci hashing, whose
  * product's top bits (the tag and the home group) depend on every bit of
  * the hash below them.  An identity hash's sequential keys, whose top bits
- * are all 0, land in consecutive groups' worth of distinct positions
- * instead of one group; a 32-bit hash's bits reach the top. */
+ * are all 0, then spread over every group instead of sharing the first; a
+ * 32-bit hash's bits reach the top. */
 static inline uint64_t khl_mix(uint64_t hash)
 {
     return hash * 0x9e3779b97f4a7c15ULL;
