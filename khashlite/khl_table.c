@@ -172,11 +172,12 @@ size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
 
 void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
 {
-    khl_split_block_t *sb = khl_split_of(b);
+    khl_split_block_t *sb;
     khl_plan_t p;
     m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
     if (!b)
         return;
+    sb = khl_split_of(b);     /* not before: an offset from NULL is undefined */
     plan_regions(&p, NULL, b->n_buckets, t);
     memcpy(m->bytes, p.regions.bytes, sizeof m->bytes);
     if (t->layout == KHL_LAYOUT_SINGLE) {
