@@ -40,8 +40,8 @@
  * - Bucket indices (khl_iter_t) stay valid until the next call that can
  *   allocate (khl_put, khl_reserve, khl_shrink, khl_copy into the table).
  *   khl_del and khl_del_key move nothing, so deleting the current key during
- *   a forward walk (khl_foreach, or khl_begin/khl_next) visits every other
- *   key exactly once.
+ *   a forward walk (a cursor, khl_foreach, or khl_begin/khl_next) visits
+ *   every other key exactly once.
  * - Bounded: every walk over groups stops after the last group, and deleted
  *   buckets count against the load limit, so put/del churn on a table that
  *   never holds more than n keys keeps its block and its probes bounded.
@@ -63,10 +63,21 @@
  * ---------------------------------------------------------------------------
  * Hashing
  *
- * hash_fn(key) must return a uint64_t whose TOP bits are well mixed: the top
- * 7 are a tag compared 16 buckets at a time, the next ones choose the home
- * group.  khl_hash_u32/u64/str/bytes are; an identity or a 32-bit hash is
- * not (pass it through khl_hash_u64).  All four are seeded from one
+ * hash_fn(key) returns a uint64_t; the table uses its TOP bits: the top 7
+ * are a tag compared 16 buckets at a time, the next ones choose the home
+ * group.  A hash whose top bits are not well mixed (an identity, a 32-bit
+ * hash, khash's X31 string hash) is safe: the table multiplies every hash
+ * by 2^64/phi (one multiply) unless hash_fn is declared mixed, as boost's
+ * hash_is_avalanching declares a hash, by
+ *     #define KHL_HASH_MIXED_<hash_fn>        (empty, or 1)
+ * before the KHL_INIT, KHL_INIT_ALLOC or KHL_DEFINE that names it.
+ * khl_hash_u32/u64/str are declared so.  Declare a hash only if its top
+ * bits depend on every bit of the key (XXH3, wyhash, khl_hash_bytes of the
+ * key): else, say, an identity's sequential keys all share one tag and
+ * group, every operation walks the table, and khl_check reports it.  So
+ * hash_fn is a name (of a function or a macro), not an expression.
+ *
+ * khl_hash_u32/u64/str/bytes are seeded from one
  * process-wide random seed (khl_seed fixes it), so keys crafted to collide
  * in one process are ordinary keys in another.  The seed is no
  * cryptographic guarantee: code that leaks hash values or bucket order to
@@ -119,6 +130,11 @@ uint64_t khl_hash_bytes(const void *p, size_t n);      /* XXH3-64 */
 static inline uint64_t khl_hash_u64(uint64_t x);       /* one multiply: see below */
 static inline uint64_t khl_hash_u32(uint32_t x);
 
+/* Their top bits are mixed: the table takes them as they are (see Hashing). */
+#define KHL_HASH_MIXED_khl_hash_u32
+#define KHL_HASH_MIXED_khl_hash_u64
+#define KHL_HASH_MIXED_khl_hash_str
+
 #define khl_eq_int(a, b) ((a) == (b))
 #define khl_eq_str(a, b) (strcmp((a), (b)) == 0)
 
@@ -128,8 +144,9 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 /* KHL_INIT(name, key_t, val_t, is_map, hash_fn, eq_fn): a table type whose
  * functions are static inline in this file.  is_map is the literal 0 (a
  * set: val_t is unused, khl_val is a compile-time error) or 1.  hash_fn(key)
- * returns uint64_t (see Hashing), eq_fn(a, b) non-zero when equal; either
- * may be a macro.  No semicolon after it, as in khash. */
+ * returns uint64_t (see Hashing: multiplied unless declared mixed), eq_fn(a,
+ * b) non-zero when equal; either may be a macro, hash_fn is a name.  No
+ * semicolon after it, as in khash. */
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
     KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, KHL_LAYOUT_SINGLE)
 
@@ -238,8 +255,34 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 /* The first occupied bucket at or after k, or khl_end. */
 #define khl_next(name, h, k)        khl_next_##name(h, k)
 
+/* A cursor: a walk over the keys, one step per call, that keeps the mask of
+ * the occupied buckets of the group it is in.  A step costs O(1) amortised
+ * (one 16-byte group load per 16 buckets), where khl_next reloads the group
+ * of bucket k on every call:
+ *     khl_cursor_t c = khl_cursor(name, h);
+ *     while (khl_cursor_next(name, h, &c))
+ *         use(khl_key(name, h, c.k), khl_val(name, h, c.k));
+ * c.k is the current key's bucket, valid after khl_cursor_next returned 1.
+ * Between steps the walk may delete the current key or any other
+ * (khl_del, khl_del_key move nothing): every key present throughout is
+ * visited exactly once, a deleted one not reached yet is not visited.  Any
+ * call that can allocate or free the block (khl_put, khl_reserve,
+ * khl_shrink, khl_copy into the table, khl_destroy) invalidates the cursor,
+ * as it does bucket indices.  A cursor is a plain struct: copy it to resume a walk there. */
+typedef struct khl_cursor {
+    khl_iter_t k;                   /* the current key's bucket */
+    uint32_t base, mask, nb;        /* internal: the group, its unvisited keys */
+    const unsigned char *ctrl;      /* internal */
+} khl_cursor_t;
+/* khl_cursor_t: a cursor before the first key of h (of no key when empty). */
+#define khl_cursor(name, h)         khl_cursor_##name(h)
+/* int: moves c (a khl_cursor_t *) to the next key, 1; 0 once the keys are
+ * exhausted (and on every later call). */
+#define khl_cursor_next(name, h, c) khl_cursornext_##name(h, c)
+
 /* khl_foreach(name, h, kvar, vvar, code): code (which may contain commas and
- * may delete the current key) runs once per key with kvar and vvar set. */
+ * may delete the current key) runs once per key with kvar and vvar set.  A
+ * cursor's walk (above), with its cost and rules. */
 #define khl_foreach(name, h, kvar, vvar, ...)                                       \
     KHL_I_FOREACH(name, h, (kvar) = khl_key(name, h, khl_it_);                      \
                   (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
@@ -294,20 +337,13 @@ static inline uint64_t khl_hash_u32(uint32_t x)
     return khl_hash_u64(x);
 }
 
-/* The walk the foreach macros share: body runs for each occupied bucket
- * khl_it_, found a group of 16 control bytes at a time. */
+/* The walk the foreach macros share: a cursor; body runs for each occupied
+ * bucket khl_it_. */
 #define KHL_I_FOREACH(name, h, ...)                                                 \
     {                                                                               \
-        khl_iter_t khl_it_, khl_nb_ = khl_end(name, h);                             \
-        uint32_t khl_base_ = 0, khl_mask_ = 0;                                      \
-        const unsigned char *khl_ctrl_ = NULL;                                      \
-        if (khl_nb_) {                                                              \
-            khl_ctrl_ = khl_ctrl_at((h)->b, khl_layout_##name);                     \
-            khl_walk_from(khl_ctrl_, khl_nb_, 0, &khl_base_, &khl_mask_);           \
-        }                                                                           \
-        for (khl_it_ = khl_walk_next(khl_ctrl_, khl_nb_, &khl_base_, &khl_mask_);   \
-             khl_it_ < khl_nb_;                                                     \
-             khl_it_ = khl_walk_next(khl_ctrl_, khl_nb_, &khl_base_, &khl_mask_)) { \
+        khl_cursor_t khl_c_ = khl_cursor(name, h);                                  \
+        while (khl_cursor_next(name, h, &khl_c_)) {                                 \
+            khl_iter_t khl_it_ = khl_c_.k;                                          \
             __VA_ARGS__                                                             \
         }                                                                           \
     }

@@ -17,10 +17,13 @@
 /* Built with -DKHL_DEBUG, every rebuild, copy and clear ends by checking the
  * table it leaves (O(n), as the rebuild itself) and aborts on the first
  * broken invariant, close to where the damage was done. */
+static int check(const khl_block_t *src, const khl_type_t *t, int degenerate);
+
 #ifdef KHL_DEBUG
+/* A degenerate hash is slow, not broken: it does not abort. */
 static void verified(const khl_block_t *b, const khl_type_t *t)
 {
-    if (khl_table_check(b, t) < 0)
+    if (check(b, t, 0) < 0)
         abort();
 }
 #else
@@ -174,12 +177,13 @@ void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
     m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
     if (!b)
         return;
+    sb = khl_split_of(b);     /* not before: an offset from NULL is undefined */
     plan_regions(&p, NULL, b->n_buckets, t);
     memcpy(m->bytes, p.regions.bytes, sizeof m->bytes);
     if (t->layout == KHL_LAYOUT_SINGLE) {
         m->p[R_BLOCK] = khl_single_base((khl_block_t *)(uintptr_t)b);
     } else {
-        m->p[R_BLOCK] = sb = khl_split_of(b);
+        m->p[R_BLOCK] = sb;
         if (t->layout == KHL_LAYOUT_SPLIT3) {
             m->p[R_CTRL] = sb->ctrl;
             m->p[R_PAIRS] = sb->pairs - sb->x.pad;
@@ -406,12 +410,20 @@ static int broken(const char *what, uint32_t i)
     return -1;
 }
 
-int khl_table_check(const khl_block_t *src, const khl_type_t *t)
+/* More keys than a group holds, all of one tag and one home group: a hash
+ * whose top bits do not depend on the key (one declared mixed that is not).
+ * A hash that is mixed does that with probability (1/(128 * groups))^16,
+ * under 2^-128, and a one-group table never holds that many. */
+#define DEGENERATE_KEYS GROUP
+
+/* The invariants; with `degenerate`, a degenerate hash too. */
+static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
 {
     khl_block_t *b = (khl_block_t *)(uintptr_t)src;
     const unsigned char *ctrl;
     const char *pairs;
-    uint32_t nb, i, full = 0, deleted = 0, shift;
+    uint32_t nb, i, full = 0, deleted = 0, shift, home = 0, alike = 0;
+    unsigned char tag = 0;
     if (!b)
         return 0;
     nb = b->n_buckets;
@@ -437,6 +449,11 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
             ++full;
             if (c != khl_tag(hash))
                 return broken("tag is not the key's", i);
+            if (full == 1) {
+                tag = c;
+                home = p.g;
+            }
+            alike += c == tag && p.g == home;
             while (khl_probe_base(&p) != (i & ~(GROUP - 1))) {
                 if (khl_group_empty(khl_group_load(ctrl + khl_probe_base(&p))) & khl_live_mask(nb))
                     return broken("an empty bucket earlier on the key's walk (I3)", i);
@@ -453,5 +470,15 @@ int khl_table_check(const khl_block_t *src, const khl_type_t *t)
         return broken("a one-group table holds a tombstone (I4)", deleted);
     if ((uint64_t)khl_growth_left(b) + full + deleted > capacity(nb, t))
         return broken("growth_left does not match capacity (I2)", khl_growth_left(b));
+    if (degenerate && full > DEGENERATE_KEYS && alike == full) {
+        fprintf(stderr, "khashlite: degenerate hash: all %u keys have one tag and one home "
+                        "group (a hash declared mixed whose top bits are not?)\n", full);
+        return -1;
+    }
     return 0;
+}
+
+int khl_table_check(const khl_block_t *src, const khl_type_t *t)
+{
+    return check(src, t, 1);
 }

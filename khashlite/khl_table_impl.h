@@ -561,6 +561,28 @@ static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uin
     return khl_walk_next(ctrl, nb, &base, &mask);
 }
 
+/* The public cursor (khashlite.h) is this walk with its state in a struct:
+ * the control bytes and bucket count are copied in, so that a step reloads
+ * nothing that the loop body's stores might have changed. */
+static inline khl_cursor_t khl_cursor_start(const unsigned char *ctrl, uint32_t nb)
+{
+    khl_cursor_t c;
+    c.k = 0;
+    c.nb = nb;
+    c.ctrl = ctrl;
+    c.base = 0;
+    c.mask = 0;
+    if (nb)
+        khl_walk_from(ctrl, nb, 0, &c.base, &c.mask);
+    return c;
+}
+
+static inline int khl_cursor_step(khl_cursor_t *c)
+{
+    c->k = khl_walk_next(c->ctrl, c->nb, &c->base, &c->mask);
+    return c->k < c->nb;
+}
+
 static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout, size_t align)
 {
     khl_regions_t r;
@@ -702,6 +724,16 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         return h->b ? khl_scan_full(khl_ctrl_at(h->b, khl_layout_##name), h->b->n_buckets, k) : 0u; \
     }                                                                               \
+    static inline KHL_UNUSED khl_cursor_t khl_cursor_##name(const khl_t_##name *h)  \
+    {                                                                               \
+        return khl_cursor_start(h->b ? khl_ctrl_at(h->b, khl_layout_##name) : NULL, \
+                                h->b ? h->b->n_buckets : 0u);                       \
+    }                                                                               \
+    static inline KHL_UNUSED int khl_cursornext_##name(const khl_t_##name *h, khl_cursor_t *c) \
+    {                                                                               \
+        (void)h;                                                                    \
+        return khl_cursor_step(c);                                                  \
+    }                                                                               \
     static inline KHL_UNUSED khl_iter_t khl_nbuckets_##name(const khl_t_##name *h)  \
     {                                                                               \
         return h->b ? h->b->n_buckets : 0u;                                         \
@@ -804,18 +836,18 @@ template <bool IsMap> constexpr int khl_require_map()
  * Falls through when absent, with
  * b_ the block and nb_ its bucket count (0 without a block).  One
  * predictable branch chooses the path. */
-#define KHL_I_FIND(name, hash_fn, eq_fn, h, key, SMALL_FOUND, LARGE)                \
+#define KHL_I_FIND(name, eq_fn, h, key, SMALL_FOUND, LARGE)                         \
     khl_block_t *b_ = (h)->b;                                                       \
     uint32_t nb_ = 0;                                                               \
     if (b_) {                                                                       \
         nb_ = b_->n_buckets;                                                        \
         if (KHL_UNLIKELY(nb_ > KHL_GROUP_WIDTH)) {                                  \
-            uint64_t hash_ = (uint64_t)(hash_fn(key));                              \
+            uint64_t hash_ = khl_hashof_##name(key);                                \
             LARGE                                                                   \
         } else if (nb_ <= KHL_SCAN_BUCKETS) {                                       \
             KHL_I_SCAN(name, eq_fn, b_, nb_, key, SMALL_FOUND, )                    \
         } else {                                                                    \
-            uint64_t hash_ = (uint64_t)(hash_fn(key));                              \
+            uint64_t hash_ = khl_hashof_##name(key);                                \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b_, nb_, hash_, key, SMALL_FOUND)       \
         }                                                                           \
     }
@@ -834,14 +866,45 @@ template <bool IsMap> constexpr int khl_require_map()
         KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_base(&home_)));           \
     }
 
+/* Whether hash_fn is declared mixed: 1 when KHL_HASH_MIXED_<hash_fn> is
+ * defined empty or as 1, 0 when it is not defined.  Its expansion pasted
+ * onto KHL_I_MIXED_IS_ names a macro of two arguments, which moves the 1
+ * into second place, or an undefined name, which leaves the 0 there.  A
+ * preprocessor test, so that a declaration is a #define beside the hash and
+ * every KHL_INIT* form honours it alike. */
+#define KHL_I_MIXED_IS_ ~, 1
+#define KHL_I_MIXED_IS_1 ~, 1
+#define KHL_I_MIXED_PASTE_(x) KHL_I_MIXED_IS_##x
+#define KHL_I_MIXED_PASTE(x) KHL_I_MIXED_PASTE_(x)
+#define KHL_I_SECOND_(a, b, ...) b
+#define KHL_I_SECOND(...) KHL_I_SECOND_(__VA_ARGS__)
+#define KHL_I_MIXED(hash_fn) KHL_I_SECOND(KHL_I_MIXED_PASTE(KHL_HASH_MIXED_##hash_fn), 0, ~)
+
+/* What a hash not declared mixed goes through: Fibonacci hashing, whose
+ * product's top bits (the tag and the home group) depend on every bit of
+ * the hash below them.  An identity hash's sequential keys, whose top bits
+ * are all 0, then spread over every group instead of sharing the first; a
+ * 32-bit hash's bits reach the top. */
+static inline uint64_t khl_mix(uint64_t hash)
+{
+    return hash * 0x9e3779b97f4a7c15ULL;
+}
+
 /* The operations.  SCOPE is "static inline KHL_UNUSED" or empty (DEFINE);
  * HOT, for get, put and the deletions, adds always_inline to the former:
  * their fast paths are a few dozen instructions, and a call costs as much. */
 #define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD)    \
     KHL_I_MAX_LOAD_CHECK(name)                                                      \
+    /* The only call of hash_fn: every lookup, put, check and rebuild hashes */    \
+    /* through here (see KHL_I_MIXED). */                                           \
+    static inline KHL_UNUSED KHL_HOT_INLINE uint64_t khl_hashof_##name(khl_keyt_##name key) \
+    {                                                                               \
+        uint64_t hash_ = (uint64_t)(hash_fn(key));                                  \
+        return KHL_I_MIXED(hash_fn) ? hash_ : khl_mix(hash_);                       \
+    }                                                                               \
     static KHL_UNUSED uint64_t khl_hashkey_##name(const void *k)                    \
     {                                                                               \
-        return (uint64_t)(hash_fn(*(const khl_keyt_##name *)k));                    \
+        return khl_hashof_##name(*(const khl_keyt_##name *)k);                      \
     }                                                                               \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
@@ -849,7 +912,7 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_walk_from(from->ctrl, nb, 0, &base, &mask);                             \
         for (i = khl_walk_next(from->ctrl, nb, &base, &mask); i < nb;               \
              i = khl_walk_next(from->ctrl, nb, &base, &mask)) {                     \
-            uint64_t hash = (uint64_t)(hash_fn(*khl_keyp_##name(from->pairs, nb, i))); \
+            uint64_t hash = khl_hashof_##name(*khl_keyp_##name(from->pairs, nb, i));   \
             uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
             khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
             khl_slotcopy_##name(to->pairs, to->n_buckets, j, from->pairs, nb, i);   \
@@ -865,7 +928,7 @@ template <bool IsMap> constexpr int khl_require_map()
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
         for (i = 0; i < n_placed; ++i) {                                            \
             while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
-                uint64_t hash = (uint64_t)(hash_fn(*khl_keyp_##name(r->pairs, nb, i))); \
+                uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));   \
                 uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash);            \
                 if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
                     khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
@@ -977,20 +1040,20 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
     {                                                                               \
-        KHL_I_FIND(name, hash_fn, eq_fn, h, key, return i;,                         \
+        KHL_I_FIND(name, eq_fn, h, key, return i;,                         \
                    return khl_findlarge_##name(b_, nb_, hash_, key);)               \
         return nb_;                                                                 \
     }                                                                               \
     HOT khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key) \
     {                                                                               \
-        KHL_I_FIND(name, hash_fn, eq_fn, h, key,                                    \
+        KHL_I_FIND(name, eq_fn, h, key,                                    \
                    return khl_valp_##name(slots_, nb_, i);,                         \
                    return khl_getplarge_##name(b_, nb_, hash_, key);)               \
         return NULL;                                                                \
     }                                                                               \
     HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
     {                                                                               \
-        KHL_I_FIND(name, hash_fn, eq_fn, h, key,                                    \
+        KHL_I_FIND(name, eq_fn, h, key,                                    \
                    khl_erase_at(b_, khl_ctrl_at(b_, khl_layout_##name), i); return 1;, \
                    return khl_dellarge_##name(b_, nb_, hash_, key);)                \
         return 0;                                                                   \
@@ -1067,7 +1130,7 @@ template <bool IsMap> constexpr int khl_require_map()
     HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
     {                                                                               \
         khl_block_t *b = h->b;                                                      \
-        uint64_t hash = (uint64_t)(hash_fn(key));                                   \
+        uint64_t hash = khl_hashof_##name(key);                                     \
         uint32_t nb, f_, j;                                                         \
         int dummy;                                                                  \
         if (!ret)                                                                   \

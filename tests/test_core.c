@@ -15,6 +15,7 @@
 KHL_MAP_INIT_INT(c32, uint32_t)
 KHL_MAP_INIT_INT64(c64, uint64_t)
 KHL_SET_INIT_INT64(cs64)
+KHL_SET_INIT_INT(cs32)
 
 #define W KHL_GROUP_WIDTH
 
@@ -464,5 +465,74 @@ Test(core, foreach_may_delete_the_current_key_and_keys_ahead)
         cr_assert_neq(seen[i], 0, "key %u never visited", i);
     cr_assert_eq(khl_size(c32, &h), 0);
     cr_assert_gt(visits, N / 2);
+    khl_destroy(c32, &h);
+}
+
+/* --- the cursor ------------------------------------------------------------------- */
+
+/* Walks table h (of type name, keys 1..n, so key k's visit count is seen[k])
+ * with a cursor, deleting every key whose number is divisible by del_mod as
+ * it is visited (del_mod 0: none), and checks each key is visited once.
+ * Records which of the bucket-count classes (<= 4, 5..16, > 16) it covered. */
+#define CURSOR_WALK(name, h, n, del_mod, covered)                                     \
+    do {                                                                              \
+        static unsigned char seen_[256];                                              \
+        uint32_t nb_ = khl_n_buckets(name, h), visits_ = 0;                           \
+        memset(seen_, 0, sizeof seen_);                                               \
+        khl_cursor_t c_ = khl_cursor(name, h);                                        \
+        while (khl_cursor_next(name, h, &c_)) {                                       \
+            uint64_t key_ = khl_key(name, h, c_.k);                                   \
+            cr_assert(c_.k < nb_ && khl_exist(name, h, c_.k));                        \
+            cr_assert(key_ >= 1 && key_ <= (n), "key %llu", (unsigned long long)key_); \
+            cr_assert_eq(seen_[key_]++, 0, "key %llu visited twice", (unsigned long long)key_); \
+            ++visits_;                                                                \
+            if ((del_mod) && key_ % (del_mod) == 0)                                   \
+                khl_del(name, h, c_.k);                                               \
+        }                                                                             \
+        cr_assert_eq(visits_, (n));                                                   \
+        cr_assert_eq(khl_cursor_next(name, h, &c_), 0, "a finished cursor stays finished"); \
+        covered |= nb_ <= 4 ? 1u : nb_ <= W ? 2u : 4u;                                \
+        cr_assert_eq(khl_size(name, h), (n) - ((del_mod) ? (n) / (del_mod) : 0));     \
+        cr_assert_eq(khl_check(name, h), 0);                                          \
+    } while (0)
+
+#define CURSOR_SIZES(name, covered)                                                   \
+    do {                                                                              \
+        unsigned covered_ = 0;                                                        \
+        for (uint32_t n = 0; n <= 200; ++n)                                           \
+            for (uint32_t del_mod = 0; del_mod <= 3; del_mod += 1 + (del_mod == 0)) { \
+                khl_t(name) h;                                                        \
+                khl_init(name, &h, NULL);                                             \
+                for (uint32_t i = 1; i <= n; ++i)                                     \
+                    khl_put(name, &h, i, NULL);                                       \
+                if (n % 2) /* the smallest block: tables of 1 to 4 buckets */         \
+                    cr_assert_eq(khl_shrink(name, &h), 0);                            \
+                CURSOR_WALK(name, &h, n, del_mod, covered_);                          \
+                khl_destroy(name, &h);                                                \
+            }                                                                         \
+        covered |= covered_ << 3 * (unsigned)khl_ismap_##name;                        \
+    } while (0)
+
+Test(cursor, visits_every_key_once_in_tables_of_every_size)
+{
+    unsigned covered = 0;      /* bits 0-2: sets' bucket-count classes, 3-5: maps' */
+    CURSOR_SIZES(c64, covered);     /* a map whose first block has 4 buckets */
+    CURSOR_SIZES(c32, covered);     /* a map of 8-byte pairs */
+    CURSOR_SIZES(cs64, covered);    /* a set, first block of 8 buckets */
+    CURSOR_SIZES(cs32, covered);    /* a set, first block of 16 buckets */
+    cr_assert_eq(covered & 070, 070, "maps: bucket-count classes covered: %o", covered);
+    cr_assert_eq(covered & 007, 007, "sets: bucket-count classes covered: %o", covered);
+}
+
+Test(cursor, empty_tables)
+{
+    khl_t(c32) h;
+    khl_init(c32, &h, NULL);
+    khl_cursor_t c = khl_cursor(c32, &h);
+    cr_assert_eq(khl_cursor_next(c32, &h, &c), 0, "no block: no key");
+    khl_put(c32, &h, 7, NULL);
+    khl_del_key(c32, &h, 7);
+    c = khl_cursor(c32, &h);
+    cr_assert_eq(khl_cursor_next(c32, &h, &c), 0, "a block without keys: no key");
     khl_destroy(c32, &h);
 }

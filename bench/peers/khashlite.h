@@ -51,9 +51,11 @@ extern const khl_allocator_t peers_khl_count_allocator;   /* through peers_mallo
     }                                                                                 \
     static inline uint64_t TAG##_sum(const TAG##_T *h)                                \
     {                                                                                 \
+        /* Step by step, as the suite's shim and a C++ iterator walk. */             \
         uint64_t s = 0;                                                               \
-        peers_##BP##_V v;                                                             \
-        khl_foreach_value(NAME, h, v, s += peers_low_##BP(&v));                       \
+        khl_cursor_t c = khl_cursor(NAME, h);                                         \
+        while (khl_cursor_next(NAME, h, &c))                                          \
+            s += peers_low_##BP(&khl_val(NAME, h, c.k));                              \
         return s;                                                                     \
     }                                                                                 \
     static inline size_t TAG##_size(const TAG##_T *h) { return khl_size(NAME, h); }   \

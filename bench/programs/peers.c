@@ -96,10 +96,14 @@ PEERS_KHL_TABLE(kl_str, str, khl_hash_str, khl_eq_str, KHL_LAYOUT_SINGLE)
 /* What the seed costs: khl_hash_u32/u64 without it (the same multiply).
  * Strings keep XXH3: its seed is an argument, free. */
 static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15ULL; }
+#define KHL_HASH_MIXED_unseeded_u64 /* else the table multiplies again */
 PEERS_KHL_TABLE(kn_u32, u32, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 
-/* The peers workload's (peers/suite_hash.h). */
+/* The peers workload's (peers/suite_hash.h).  fmix64 avalanches, as a user
+ * would declare; FNV-1a's top bits barely depend on the last characters, so
+ * the table mixes it, as boost (which sees no hash_is_avalanching) does. */
+#define KHL_HASH_MIXED_peers_fmix64
 PEERS_KHL_TABLE(ks_u32, u32, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(ks_u64, u64, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(ks_str, str, peers_fnv1a_str, khl_eq_str, KHL_LAYOUT_SINGLE)
