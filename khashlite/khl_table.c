@@ -239,6 +239,22 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
     return b;
 }
 
+/* Copies buckets [0, n) of `from` (fnb buckets) to the same buckets of `to`
+ * (tnb >= n buckets): control bytes and slots, no hashing. */
+static void copy_buckets(const khl_regions_t *to, const khl_regions_t *from, uint32_t n,
+                         const khl_type_t *t)
+{
+    memcpy(to->ctrl, from->ctrl, n);
+    if (!t->soa) {
+        memcpy(to->pairs, from->pairs, (size_t)n * t->pair_size);
+        return;
+    }
+    memcpy(to->pairs, from->pairs, (size_t)n * t->val_size);
+    memcpy(to->pairs + KHL_I_SOA_KEYS(to->n_buckets, t->val_size, t->key_align),
+           from->pairs + KHL_I_SOA_KEYS(from->n_buckets, t->val_size, t->key_align),
+           (size_t)n * t->key_size);
+}
+
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed)
 {
@@ -253,15 +269,19 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
     b = lay_out(p, old, src ? src->size : 0u, t);
     if (src) {
         r_to = khl_regions_of(b, t->layout, t->pair_align);
-        if (src == old) {
-            t->move(&r_to, &r_from);
-        } else {
-            memcpy(r_to.ctrl, r_from.ctrl, p->nb);
-            memcpy(r_to.pairs, r_from.pairs, slots_bytes(p->nb, t));
+        if (src != old) {
+            copy_buckets(&r_to, &r_from, p->nb, t);
             if (p->nb > GROUP) {
                 khl_ext(b)->growth_left = khl_ext(src)->growth_left;
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
             }
+        } else if (p->nb <= GROUP && p->nb >= r_from.n_buckets) {
+            /* One group into one group: a key's tag does not depend on the
+             * size and any bucket of the group is its place, so the keys
+             * keep their buckets (an object's 5th instance variable). */
+            copy_buckets(&r_to, &r_from, r_from.n_buckets, t);
+        } else {
+            t->move(&r_to, &r_from);
         }
     }
     verified(b, t);
