@@ -59,10 +59,11 @@ static inline uint32_t khl_swar_bits(uint64_t hits)
     return (uint32_t)(((hits >> 7) * 0x0102040810204080ULL) >> 56);
 }
 
-/* Byte-high bit set where the byte equals b; exact (no borrow between bytes). */
-static inline uint64_t khl_swar_eq(uint64_t w, unsigned char b)
+/* Byte-high bit set where a byte of w equals the same byte of bs (a byte
+ * repeated); exact (no borrow between bytes). */
+static inline uint64_t khl_swar_eq(uint64_t w, uint64_t bs)
 {
-    uint64_t x = w ^ (KHL_SWAR_LSB * b);
+    uint64_t x = w ^ bs;
     return ~(((x & ~KHL_SWAR_MSB) + ~KHL_SWAR_MSB) | x | ~KHL_SWAR_MSB);
 }
 
@@ -80,9 +81,23 @@ static inline void khl_group_swar_store(unsigned char *p, khl_group_swar_t g)
     khl_swar_put_word(p + 8, g.hi);
 }
 
+/* A tag in every byte: what a probe loop matches its groups against, built
+ * once per lookup. */
+typedef uint64_t khl_tags_swar_t;
+
+static inline khl_tags_swar_t khl_group_swar_tags(unsigned char tag)
+{
+    return KHL_SWAR_LSB * tag;
+}
+
+static inline uint32_t khl_group_swar_match_tags(khl_group_swar_t g, khl_tags_swar_t t)
+{
+    return khl_swar_bits(khl_swar_eq(g.lo, t)) | khl_swar_bits(khl_swar_eq(g.hi, t)) << 8;
+}
+
 static inline uint32_t khl_group_swar_match(khl_group_swar_t g, unsigned char tag)
 {
-    return khl_swar_bits(khl_swar_eq(g.lo, tag)) | khl_swar_bits(khl_swar_eq(g.hi, tag)) << 8;
+    return khl_group_swar_match_tags(g, khl_group_swar_tags(tag));
 }
 
 static inline uint32_t khl_group_swar_empty(khl_group_swar_t g)
@@ -93,8 +108,8 @@ static inline uint32_t khl_group_swar_empty(khl_group_swar_t g)
 /* 0x80..0xFE: high bit set, and not the 0xFF that nothing uses. */
 static inline uint32_t khl_group_swar_free(khl_group_swar_t g)
 {
-    uint64_t lo = g.lo & KHL_SWAR_MSB & ~khl_swar_eq(g.lo, 0xFF);
-    uint64_t hi = g.hi & KHL_SWAR_MSB & ~khl_swar_eq(g.hi, 0xFF);
+    uint64_t lo = g.lo & KHL_SWAR_MSB & ~khl_swar_eq(g.lo, ~0ULL);
+    uint64_t hi = g.hi & KHL_SWAR_MSB & ~khl_swar_eq(g.hi, ~0ULL);
     return khl_swar_bits(lo) | khl_swar_bits(hi) << 8;
 }
 
@@ -126,9 +141,23 @@ static inline void khl_group_sse2_store(unsigned char *p, khl_group_sse2_t g)
     _mm_storeu_si128((__m128i *)(void *)p, g);
 }
 
+typedef __m128i khl_tags_sse2_t;
+
+/* Four copies of a 32-bit product: three instructions where _mm_set1_epi8
+ * takes four without SSSE3. */
+static inline khl_tags_sse2_t khl_group_sse2_tags(unsigned char tag)
+{
+    return _mm_set1_epi32((int)(tag * 0x01010101u));
+}
+
+static inline uint32_t khl_group_sse2_match_tags(khl_group_sse2_t g, khl_tags_sse2_t t)
+{
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(g, t));
+}
+
 static inline uint32_t khl_group_sse2_match(khl_group_sse2_t g, unsigned char tag)
 {
-    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(g, _mm_set1_epi8((char)tag)));
+    return khl_group_sse2_match_tags(g, khl_group_sse2_tags(tag));
 }
 
 static inline uint32_t khl_group_sse2_empty(khl_group_sse2_t g)
@@ -160,14 +189,18 @@ static inline khl_group_sse2_t khl_group_sse2_with(khl_group_sse2_t g, uint32_t 
 #ifdef KHL_GROUP_SSE2
 #define KHL_GROUP_IMPL(op) khl_group_sse2_##op
 typedef khl_group_sse2_t khl_group_t;
+typedef khl_tags_sse2_t khl_tags_t;
 #else
 #define KHL_GROUP_IMPL(op) khl_group_swar_##op
 typedef khl_group_swar_t khl_group_t;
+typedef khl_tags_swar_t khl_tags_t;
 #endif
 
 #define khl_group_load  KHL_GROUP_IMPL(load)
 #define khl_group_store KHL_GROUP_IMPL(store)
 #define khl_group_match KHL_GROUP_IMPL(match)
+#define khl_group_tags  KHL_GROUP_IMPL(tags)
+#define khl_group_match_tags KHL_GROUP_IMPL(match_tags)
 #define khl_group_empty KHL_GROUP_IMPL(empty)
 #define khl_group_free  KHL_GROUP_IMPL(free)
 #define khl_group_full  KHL_GROUP_IMPL(full)

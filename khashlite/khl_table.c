@@ -471,9 +471,9 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
                 return broken("tag is not the key's", i);
             if (full == 1) {
                 tag = c;
-                home = p.g;
+                home = p.base;
             }
-            alike += c == tag && p.g == home;
+            alike += c == tag && p.base == home;
             while (khl_probe_base(&p) != (i & ~(GROUP - 1))) {
                 if (khl_group_empty(khl_group_load(ctrl + khl_probe_base(&p))) & khl_live_mask(nb))
                     return broken("an empty bucket earlier on the key's walk (I3)", i);

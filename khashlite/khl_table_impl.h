@@ -432,32 +432,50 @@ static inline unsigned char khl_tag(uint64_t hash)
     return (unsigned char)(hash >> KHL_I_TAG_SHIFT);
 }
 
-/* The walk over groups every lookup, insertion and rebuild uses. */
+/* The walk over groups every lookup, insertion and rebuild uses, in
+ * buckets: base is the group's first bucket, mask keeps a base in the table
+ * (n_buckets - 16 from two groups on, 0 for one), so a step is an add and an
+ * and, with no multiply by the group width. */
 typedef struct khl_probe {
-    uint32_t g, step, gmask;
+    uint32_t base, step, mask;
 } khl_probe_t;
+
+/* A table's group mask in buckets: nb - 16, or 0 for a one-group table. */
+static inline uint32_t khl_probe_mask(uint32_t nb)
+{
+    return (nb - 1u) & ~(KHL_GROUP_WIDTH - 1u);
+}
+
+/* The home group's first bucket.  hash >> shift is the tag over the group
+ * bits; the tag bits shifted past bit 31 or masked off are not wanted. */
+static inline uint32_t khl_probe_home(uint64_t hash, uint32_t shift, uint32_t mask)
+{
+    return ((uint32_t)(hash >> shift) * KHL_GROUP_WIDTH) & mask;
+}
 
 static inline khl_probe_t khl_probe_start(uint64_t hash, uint32_t shift, uint32_t nb)
 {
     khl_probe_t p;
-    p.gmask = (nb - 1u) / KHL_GROUP_WIDTH;
-    p.g = (uint32_t)(hash >> shift) & p.gmask;
+    p.mask = khl_probe_mask(nb);
+    p.base = khl_probe_home(hash, shift, p.mask);
     p.step = 0;
     return p;
 }
 
-/* Moves to the next group; 0 once every group has been visited. */
+/* Moves to the next group, by triangular steps; 0 once every group has been
+ * visited. */
 static inline int khl_probe_next(khl_probe_t *p)
 {
-    if (p->step == p->gmask)
+    if (p->step == p->mask)
         return 0;
-    p->g = (p->g + ++p->step) & p->gmask;
+    p->step += KHL_GROUP_WIDTH;
+    p->base = (p->base + p->step) & p->mask;
     return 1;
 }
 
 static inline uint32_t khl_probe_base(const khl_probe_t *p)
 {
-    return p->g * KHL_GROUP_WIDTH;
+    return p->base;
 }
 
 /* Writes control byte i through its group's whole window: a byte store
@@ -809,25 +827,33 @@ template <bool IsMap> constexpr int khl_require_map()
 
 /* The walk of a table of more than one group, shared by get, put and
  * delkey: runs FOUND with i = the bucket holding `key`, or leaves the loop
- * at the first group with an empty bucket (or after the last group).
- * ON_GROUP runs for each group visited. */
+ * at the first group with an empty bucket.  ON_GROUP runs for each group
+ * visited; base_ is its first bucket, w_ its control bytes.  The walk has no
+ * bound: a table of more than one group always holds an empty bucket (I2:
+ * its capacity is at most 15/16 of its buckets, and tombstones count
+ * against it), and the triangular walk reaches every group.  Without the
+ * bound, its step counter and the home group are all the loop keeps. */
 #define KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots, ON_GROUP, FOUND)         \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
-        unsigned char tag_ = khl_tag(hash);                                         \
-        khl_probe_t p_ = khl_probe_start(hash, khl_ext(b)->shift, nb);              \
-        do {                                                                        \
-            khl_group_t w_ = khl_group_load(ctrl_ + khl_probe_base(&p_));           \
-            uint32_t m_ = khl_group_match(w_, tag_);                                \
+        const khl_tags_t tags_ = khl_group_tags(khl_tag(hash));                     \
+        const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
+        uint32_t base_ = khl_probe_home(hash, khl_ext(b)->shift, mask_);            \
+        uint32_t step_ = 0;                                                         \
+        for (;;) {                                                                  \
+            khl_group_t w_ = khl_group_load(ctrl_ + base_);                         \
+            uint32_t m_ = khl_group_match_tags(w_, tags_);                          \
             while (m_) {                                                            \
-                uint32_t i = khl_probe_base(&p_) + khl_mask_lowest(m_);            \
+                uint32_t i = base_ + khl_mask_lowest(m_);                           \
                 if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND } \
                 m_ &= m_ - 1u;                                                      \
             }                                                                       \
             ON_GROUP                                                                \
             if (khl_group_empty(w_))                                                \
                 break;                                                              \
-        } while (khl_probe_next(&p_));                                              \
+            step_ += KHL_GROUP_WIDTH;                                               \
+            base_ = (base_ + step_) & mask_;                                        \
+        }                                                                           \
     }
 
 /* The lookup of get, getp and delkey: the one-group path inline, running
@@ -859,11 +885,13 @@ template <bool IsMap> constexpr int khl_require_map()
  * a fetch it does not need, misses +0-15%.  Below KHL_PREFETCH_BUCKETS the
  * slots stay in the nearest caches and the address is instructions spent
  * for nothing (an interpreter's constant table: mruby's hash_churn.rb). */
+#ifndef KHL_PREFETCH_BUCKETS
 #define KHL_PREFETCH_BUCKETS 4096u
+#endif
 #define KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                               \
     if ((nb) >= KHL_PREFETCH_BUCKETS) {                                             \
-        khl_probe_t home_ = khl_probe_start(hash, khl_ext(b)->shift, nb);           \
-        KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_base(&home_)));           \
+        KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_home(hash, khl_ext(b)->shift, \
+                                                                (nb) - KHL_GROUP_WIDTH))); \
     }
 
 /* Whether hash_fn is declared mixed: 1 when KHL_HASH_MIXED_<hash_fn> is
@@ -1033,8 +1061,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         char *slots_ = khl_largeslots_##name(b, nb);                                \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
-                     khl_erase_in(b, nb, ctrl_ + khl_probe_base(&p_), w_,           \
-                                  i - khl_probe_base(&p_));                         \
+                     khl_erase_in(b, nb, ctrl_ + base_, w_, i - base_);             \
                      return 1;)                                                     \
         return 0;                                                                   \
     }                                                                               \
@@ -1112,7 +1139,7 @@ static inline uint64_t khl_mix(uint64_t hash)
                      if (base == UINT32_MAX) {                                      \
                          uint32_t f_ = khl_group_free(w_);                          \
                          if (f_) {                                                  \
-                             base = khl_probe_base(&p_);                            \
+                             base = base_;                                          \
                              j = khl_mask_highest(f_);                              \
                              slot_w = w_;                                           \
                          }                                                          \
