@@ -1,6 +1,6 @@
 /* khl_table.c: the table operations that do not depend on the key type:
  * block sizes and layout, the growth policy, allocation, rebuilds (into a
- * new block, or in place to drop tombstones), copy, clear, destroy, and the
+ * new block, or in place to clear overflow bits), copy, clear, destroy, and the
  * invariant checker.  The generated code calls them with
  * its khl_type_t; only the per-key work (hashing, comparing, moving pairs)
  * stays in the macros of khl_table_impl.h.
@@ -38,7 +38,7 @@ static uint32_t log2_u32(uint32_t x)
     return n;
 }
 
-/* Keys a table of nb buckets may hold (live plus deleted): I2. */
+/* Keys a table of nb buckets may hold: I2. */
 static uint32_t capacity(uint32_t nb, const khl_type_t *t)
 {
     if (nb <= GROUP)
@@ -99,13 +99,13 @@ static uint16_t pad_at(const void *head_end, uint32_t nb, const khl_type_t *t)
  * The control window of a tiny table reads 16 bytes from the control bytes. */
 static size_t block_bytes(size_t hdr, uint32_t nb, const khl_type_t *t)
 {
-    size_t bytes = region_bytes(hdr + nb, nb, t);
+    size_t bytes = region_bytes(hdr + khl_ctrl_bytes(nb), nb, t);
     return bytes && bytes < hdr + GROUP ? hdr + GROUP : bytes;
 }
 
 static size_t ctrl3_bytes(uint32_t nb)          /* split3's control allocation */
 {
-    return nb < GROUP ? GROUP : nb;
+    return nb < GROUP ? GROUP : khl_ctrl_bytes(nb);
 }
 
 /* --- storage -------------------------------------------------------------- */
@@ -193,8 +193,15 @@ void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
     }
 }
 
-/* Empty control bytes.  A tiny table's window reads past them into the
- * pairs (their padding too): the whole of its few bytes gets a defined
+/* Empty control bytes, no overflow bit. */
+static void reset_ctrl(unsigned char *ctrl, uint32_t nb)
+{
+    memset(ctrl, KHL_CTRL_EMPTY, nb);
+    memset(khl_ovf_at(ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);
+}
+
+/* A new block's control bytes.  A tiny table's window reads past them into
+ * the pairs (their padding too): the whole of its few bytes gets a defined
  * value first, so no tool sees an uninitialised read. */
 static void clear_ctrl(unsigned char *ctrl, const char *pairs, uint32_t nb, const khl_type_t *t)
 {
@@ -204,7 +211,7 @@ static void clear_ctrl(unsigned char *ctrl, const char *pairs, uint32_t nb, cons
         size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)ctrl);
         memset(ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
     }
-    memset(ctrl, KHL_CTRL_EMPTY, nb);
+    reset_ctrl(ctrl, nb);
 }
 
 /* Lays out empty storage for p->nb buckets in the regions p->regions.p, and
@@ -219,15 +226,15 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
     if (t->layout == KHL_LAYOUT_SINGLE) {
         b = (khl_block_t *)(void *)(mem[R_BLOCK] + single_header(nb) - KHL_I_HEADER_BYTES);
         ctrl = (unsigned char *)(b + 1);
-        pairs = khl_slots_after(ctrl, nb, pairs_align(nb, t));
+        pairs = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
         if (nb > GROUP)
-            khl_ext(b)->pad = (uint16_t)(pairs - (char *)(ctrl + nb));
+            khl_ext(b)->pad = (uint16_t)(pairs - (char *)(ctrl + khl_ctrl_bytes(nb)));
     } else {
         khl_split_block_t *sb = old ? khl_split_of(old) : (khl_split_block_t *)(void *)mem[R_BLOCK];
         uint16_t pad;
         b = &sb->h;
         ctrl = (unsigned char *)(mem[R_CTRL] ? mem[R_CTRL] : mem[R_PAIRS]);
-        pairs = mem[R_CTRL] ? mem[R_PAIRS] : mem[R_PAIRS] + nb;
+        pairs = mem[R_CTRL] ? mem[R_PAIRS] : mem[R_PAIRS] + khl_ctrl_bytes(nb);
         pad = pad_at(pairs, nb, t);
         pairs += pad;
         sb->ctrl = ctrl;
@@ -240,11 +247,12 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
 }
 
 /* Copies buckets [0, n) of `from` (fnb buckets) to the same buckets of `to`
- * (tnb >= n buckets): control bytes and slots, no hashing. */
+ * (tnb >= n buckets): control bytes and slots, no hashing; all the overflow
+ * bytes when both have n buckets (a copy). */
 static void copy_buckets(const khl_regions_t *to, const khl_regions_t *from, uint32_t n,
                          const khl_type_t *t)
 {
-    memcpy(to->ctrl, from->ctrl, n);
+    memcpy(to->ctrl, from->ctrl, khl_ctrl_bytes(n));
     if (!t->soa) {
         memcpy(to->pairs, from->pairs, (size_t)n * t->pair_size);
         return;
@@ -290,7 +298,7 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
 
 /* --- the growth policy ------------------------------------------------------ */
 
-/* Same size, tombstones dropped: never allocates. */
+/* Same size, overflow bits cleared: never allocates. */
 static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
 {
     khl_regions_t r = khl_regions_of(b, t->layout, t->pair_align);
@@ -316,28 +324,14 @@ static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
     }
 }
 
-static uint32_t count_deleted(khl_block_t *b, const khl_type_t *t)
-{
-    const unsigned char *ctrl = khl_ctrl_at(b, t->layout);
-    uint32_t base, n = 0;
-    for (base = 0; base < b->n_buckets; base += GROUP) {
-        uint32_t m = khl_group_match(khl_group_load(ctrl + base), KHL_CTRL_DELETED);
-        for (; m; m &= m - 1)
-            ++n;
-    }
-    return n;
-}
-
-/* A put found no bucket it may fill.  A table of more than one group first
- * counts what its deletions left (they do not give buckets back one by one,
- * khl_erase_in): if 1/16 of the buckets are free after all, it goes on.
- * Otherwise it drops the tombstones in place when the live keys fill at most
- * half the capacity, or (a reserved block) leave 1/16 of the buckets spare;
- * else it grows: 2x below one group (an interpreter object with 5 to 8
- * instance variables keeps a block of 8 buckets, not 16), 4x from there to
- * 128 buckets (small tables reach their size in fewer rebuilds), 2x above.
- * Each of the three costs O(n) and comes at most once per n/16 puts into
- * empty buckets. */
+/* A put found no growth left.  A table of more than one group is rebuilt
+ * in place (its overflow bits cleared, deletions' buckets given back) when
+ * its live keys fill at most half the capacity, or (a reserved block) leave
+ * 1/16 of the buckets spare; else it grows: 2x below one group (an
+ * interpreter object with 5 to 8 instance variables keeps a block of 8
+ * buckets, not 16), 4x from there to 128 buckets (small tables reach their
+ * size in fewer rebuilds), 2x above.  Each costs O(n) and comes at most once
+ * per n/16 puts into empty buckets. */
 int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
 {
     uint32_t nb, cap;
@@ -346,16 +340,9 @@ int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
         return plan_regions(p, b, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
-    if (nb > GROUP) {
-        uint32_t spare = cap - b->size - count_deleted(b, t);
-        if (spare >= nb / GROUP) {
-            khl_ext(b)->growth_left = spare;
-            return 0;
-        }
-        if (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP)) {
-            rehash_in_place(b, t);
-            return 0;
-        }
+    if (nb > GROUP && (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP))) {
+        rehash_in_place(b, t);
+        return 0;
     }
     if (nb >= KHL_MAX_BUCKETS)
         return -1;
@@ -369,7 +356,7 @@ int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
 }
 
 /* A table that holds up to n keys with 1/16 of its buckets to spare never
- * needs to grow while marked reserved: when tombstones exhaust its capacity,
+ * needs to grow while marked reserved: when deletions exhaust its capacity,
  * khl_table_grow_plan finds that much to free in place.  That is reserve's
  * promise. */
 int khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_plan_t *p)
@@ -415,7 +402,7 @@ void khl_table_clear(khl_block_t *b, const khl_type_t *t)
 {
     if (!b)
         return;
-    memset(khl_ctrl_at(b, t->layout), KHL_CTRL_EMPTY, b->n_buckets);
+    reset_ctrl(khl_ctrl_at(b, t->layout), b->n_buckets);
     b->size = 0;
     if (b->n_buckets > GROUP)
         khl_ext(b)->growth_left = capacity(b->n_buckets, t);
@@ -440,9 +427,10 @@ static int broken(const char *what, uint32_t i)
 static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
 {
     khl_block_t *b = (khl_block_t *)(uintptr_t)src;
-    const unsigned char *ctrl;
+    unsigned char *ctrl;
+    const unsigned char *ovf;
     const char *pairs;
-    uint32_t nb, i, full = 0, deleted = 0, shift, home = 0, alike = 0;
+    uint32_t nb, i, full = 0, shift, home = 0, alike = 0;
     unsigned char tag = 0;
     if (!b)
         return 0;
@@ -450,6 +438,7 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
     if (!nb || (nb & (nb - 1)) || nb > KHL_MAX_BUCKETS)
         return broken("bucket count not a power of two", nb);
     ctrl = khl_ctrl_at(b, t->layout);
+    ovf = khl_ovf_at(ctrl, nb);
     pairs = khl_pairs_at(b, t->layout, t->pair_align);
     shift = khl_shift_of(b);
     if (shift != shift_for(nb))
@@ -461,9 +450,7 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
         return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
-        if (c == KHL_CTRL_DELETED) {
-            ++deleted;
-        } else if (c < KHL_CTRL_EMPTY) {
+        if (c < KHL_CTRL_EMPTY) {
             uint64_t hash = t->hash(key_at(pairs, nb, i, t));
             khl_probe_t p = khl_probe_start(hash, shift, nb);
             ++full;
@@ -475,20 +462,18 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
             }
             alike += c == tag && p.base == home;
             while (khl_probe_base(&p) != (i & ~(GROUP - 1))) {
-                if (khl_group_empty(khl_group_load(ctrl + khl_probe_base(&p))) & khl_live_mask(nb))
-                    return broken("an empty bucket earlier on the key's walk (I3)", i);
+                if (!(ovf[khl_probe_base(&p) / GROUP] & khl_ovf_bit(c)))
+                    return broken("a group earlier on the key's walk lacks its overflow bit (I3)", i);
                 if (!khl_probe_next(&p))
                     return broken("key outside its walk", i);
             }
         } else if (c != KHL_CTRL_EMPTY) {
-            return broken("control byte neither tag, empty nor deleted", i);
+            return broken("control byte neither tag nor empty", i);
         }
     }
     if (full != b->size)
         return broken("size is not the number of keys (I1)", b->size);
-    if (nb <= GROUP && deleted)
-        return broken("a one-group table holds a tombstone (I4)", deleted);
-    if ((uint64_t)khl_growth_left(b) + full + deleted > capacity(nb, t))
+    if ((uint64_t)khl_growth_left(b) + full > capacity(nb, t))
         return broken("growth_left does not match capacity (I2)", khl_growth_left(b));
     if (degenerate && full > DEGENERATE_KEYS && alike == full) {
         fprintf(stderr, "khashlite: degenerate hash: all %u keys have one tag and one home "

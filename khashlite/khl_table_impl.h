@@ -6,11 +6,11 @@
  * The block
  *
  *     one group (n <= 16):        [khl_block_t 8 B][ctrl: n B][pad][slots]
- *     more (n >= 32):  [khl_block_ext_t 8 B][khl_block_t 8 B][ctrl: n B][pad][slots]
+ *     more (n >= 32):  [khl_block_ext_t 8 B][khl_block_t 8 B][ctrl: n B][overflow: n/16 B][pad][slots]
  *
  * The block pointer is the header's address: the control bytes are always
  * 8 bytes past it.  A one-group table's header {n_buckets, size} is all its
- * counters (it has no tombstones, may fill, and its shift is constant), so 4
+ * counters (it has no overflow bits, may fill, and its shift is constant), so 4
  * keys of 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112, what
  * mruby 3.1's iv_tbl asks for in two allocations.  A larger table keeps
  * growth_left, shift, the reserve flag and its slots' padding just before
@@ -42,26 +42,28 @@
  * The hash's top 7 bits are the tag; the log2(groups) bits below select the
  * home group (shift = 57 - log2(groups)).  Groups are probed by triangular
  * steps (g, g+1, g+3, g+6, ...), which visit every group of a power-of-two
- * table once; every walk is bounded by the group count.
+ * table once; every walk is bounded by the group count.  A table of more
+ * than one group keeps an overflow byte per group (khl_ovf_at): bit c is set
+ * when a put of a key of class c (its tag's low 3 bits) passes the group
+ * full, and a lookup stops at the first group without its key's bit.
  *
  * Invariants (khl_table_check verifies them):
  *   I1  size = number of buckets whose control byte is a tag.
- *   I2  growth_left = capacity(n_buckets) - size - (deleted buckets) in a
- *       one-group table, at most that in larger ones (a deletion there does
- *       not give its bucket back until the next rebuild), where capacity(n)
- *       = n for one-group tables (they may fill: a walk cannot pass their
- *       only group) and n * KHL_MAX_LOAD otherwise.
- *   I3  A key in group G: no group before G on its probe path holds an empty
- *       bucket.  So a lookup stops at the first group with an empty bucket.
- *   I4  One-group tables hold no deleted bucket.
- * A deletion leaves an empty bucket when its group already has one (no
- * key's walk passes that group, by I3) or the table has one group, and a
- * tombstone otherwise.  Tombstones count against capacity; when they exhaust
- * it a put rehashes the block in place (no allocation) if the live keys fill
- * at most half the capacity, and grows it otherwise: a churned table then
- * runs at most half full, and rebuilds stay amortised O(1) per put.  A block
- * sized by khl_reserve(n) holds n keys with 1/16 of its buckets to spare and
- * is rehashed in place as long as that spare is free, which keeps reserve's
+ *   I2  growth_left = capacity(n_buckets) - size in a one-group table, at
+ *       most that in larger ones (a deletion in a group whose overflow bit
+ *       it cannot clear does not give its bucket back until the next
+ *       rebuild), where capacity(n) = n for one-group tables (they may fill:
+ *       a walk cannot pass their only group) and n * KHL_MAX_LOAD otherwise.
+ *   I3  A key in group G: every group before G on its walk has the key's
+ *       overflow bit.  So a lookup stops at the first group without it.
+ *   I4  No bucket is marked deleted (the mark only exists inside an
+ *       in-place rehash): a deletion empties its bucket.
+ * When a put finds no growth left, the block is rehashed in place (no
+ * allocation; overflow bits cleared) if the live keys fill at most half the
+ * capacity, and grows otherwise: a churned table then runs at most half
+ * full, and rebuilds stay amortised O(1) per put.  A block sized by
+ * khl_reserve(n) holds n keys with 1/16 of its buckets to spare and is
+ * rehashed in place as long as that spare is free, which keeps reserve's
  * promise (never allocate below n keys) at an amortised cost of 16 buckets
  * per put.
  */
@@ -164,7 +166,7 @@ typedef union khl_max_align {
      : KHL_I_SMALL_BYTES(2u, name) <= KHL_FIRST_BLOCK_BYTES ? 2u : 1u)
 
 /* The block's header: all a one-group table needs.  A one-group table
- * holds no tombstone (I4) and may fill, so its growth_left is n_buckets -
+ * has no overflow bytes and may fill, so its growth_left is n_buckets -
  * size; its shift is KHL_I_TAG_SHIFT; its slots start at the first address
  * aligned for them after the control bytes.  Eight bytes, so that 4 keys of
  * 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112. */
@@ -220,9 +222,9 @@ typedef struct khl_type {
     int layout;
     /* Puts every key of `from` into `to`, which is empty and large enough. */
     void (*move)(const khl_regions_t *to, const khl_regions_t *from);
-    /* Buckets [0, n_placed) hold keys placed for another geometry (or with
-     * tombstones between them), the rest are empty: places them for this
-     * one, without allocating. */
+    /* Buckets [0, n_placed) hold keys placed for another geometry (or under
+     * stale overflow bits), the rest are empty: places them for this one,
+     * overflow bits anew, without allocating. */
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
     uint64_t (*hash)(const void *key);      /* khl_table_check only */
     size_t first_bytes;         /* KHL_I_SMALL_BYTES of first_buckets: a single layout's first block */
@@ -247,7 +249,7 @@ typedef struct khl_plan {
 } khl_plan_t;
 
 /* The plans: 1, allocate p->regions and build; 0, done without allocating
- * (nothing to do, or tombstones dropped in place); -1, impossible (too
+ * (nothing to do, or rehashed in place); -1, impossible (too
  * large; for a copy, dst not empty), the table unchanged. */
 int    khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
 int    khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_plan_t *p);
@@ -385,7 +387,7 @@ static inline char *khl_slots_after(unsigned char *ctrl, uint32_t nb, size_t ali
  * their padding, which depends on the block's address. */
 static inline char *khl_large_slots(khl_block_t *b, uint32_t nb)
 {
-    return (char *)(b + 1) + nb + khl_ext(b)->pad;
+    return (char *)(b + 1) + nb + nb / KHL_GROUP_WIDTH + khl_ext(b)->pad;
 }
 
 static inline char *khl_pairs_at(khl_block_t *b, int layout, size_t align)
@@ -487,20 +489,47 @@ static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c
     khl_group_store(ctrl + base, khl_group_with(khl_group_load(ctrl + base), i - base, c));
 }
 
-/* Puts tag in free bucket j of the group at gp, whose control bytes are w,
- * in a table of nb buckets: an empty bucket uses up a larger table's growth
- * (a one-group table's follows from its size). */
+/* The overflow bytes of a table of more than one group: one per group,
+ * after its control bytes (boost's overflow byte, kept apart so that a
+ * group stays 16 buckets).  Bit c of a group's byte is set when a put of a
+ * key of class c passed the group full; a key's class is its tag's low 3
+ * bits (khl_ovf_bit).  A lookup stops at the first group without its class's
+ * bit (I3): a miss ends in its home group unless a key of its class was
+ * ever pushed past it, so most misses read one group, and a deletion frees
+ * its bucket without a tombstone.  Bits are never cleared but by a rebuild. */
+static inline unsigned char *khl_ovf_at(unsigned char *ctrl, uint32_t nb)
+{
+    return ctrl + nb;
+}
+
+static inline unsigned khl_ovf_bit(unsigned char tag)
+{
+    return 1u << (tag & 7u);
+}
+
+/* The control bytes of a table of nb buckets, with its overflow bytes. */
+static inline uint32_t khl_ctrl_bytes(uint32_t nb)
+{
+    return nb > KHL_GROUP_WIDTH ? nb + nb / KHL_GROUP_WIDTH : nb;
+}
+
+/* Puts tag in empty bucket j of the group at gp, whose control bytes are w,
+ * in a table of nb buckets: it uses up a larger table's growth (a one-group
+ * table's follows from its size). */
 static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
                                uint32_t j, unsigned char tag)
 {
     if (nb > KHL_GROUP_WIDTH)
-        khl_ext(b)->growth_left -= (khl_group_empty(w) >> j) & 1u;
+        khl_ext(b)->growth_left--;
     khl_group_store(gp, khl_group_with(w, j, tag));
     b->size++;
 }
 
-/* First free bucket on the walk of `hash`; the table must have one. */
-static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uint32_t shift,
+/* First free bucket on the walk of `hash`, the table having one; every full
+ * group passed on the way gets the key's overflow bit (only a table of more
+ * than one group has a walk that passes one).  During an in-place rehash a
+ * bucket marked deleted (a key still to place) counts as free. */
+static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t shift,
                                      uint64_t hash)
 {
     khl_probe_t p = khl_probe_start(hash, shift, nb);
@@ -509,32 +538,32 @@ static inline uint32_t khl_find_free(const unsigned char *ctrl, uint32_t nb, uin
         uint32_t f = khl_group_free(khl_group_load(ctrl + khl_probe_base(&p))) & live;
         if (f)
             return khl_probe_base(&p) + khl_mask_highest(f);
+        khl_ovf_at(ctrl, nb)[khl_probe_base(&p) / KHL_GROUP_WIDTH] |= (unsigned char)khl_ovf_bit(khl_tag(hash));
         khl_probe_next(&p);
     }
 }
 
-/* Frees bucket j of the group at gp, whose control bytes are w (see the
- * invariants above).  No branch: whether the group holds an empty bucket is
- * data-dependent, and a mispredict here stalls the loads of the operations
- * that follow. */
-static inline void khl_erase_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
-                                uint32_t j)
+/* Empties bucket base + j (holding a key of tag `tag`) of a table of nb
+ * buckets; w: its group's control bytes.  No tombstone: lookups end by the
+ * overflow bits (I3).  A larger table takes the bucket back into
+ * growth_left unless its group has the key's overflow bit: a key of that
+ * class may have been pushed past the group, whose bit stays set until a
+ * rebuild, so each such deletion brings the rebuild that clears it nearer
+ * (boost's drift rule).  No branch: a mispredict here stalls the loads of
+ * the operations that follow. */
+static inline void khl_erase_in(khl_block_t *b, unsigned char *ctrl, uint32_t nb, uint32_t base,
+                                khl_group_t w, uint32_t j, unsigned char tag)
 {
-    uint32_t empty = (khl_group_empty(w) != 0) | (nb <= KHL_GROUP_WIDTH);
-    unsigned char c = (unsigned char)(KHL_CTRL_DELETED - empty * (KHL_CTRL_DELETED - KHL_CTRL_EMPTY));
-    khl_group_store(gp, khl_group_with(w, j, c));
-    /* A larger table does not take the bucket back into growth_left: that
-     * read-modify-write would depend on the group just loaded, chaining every
-     * deletion of a batch behind the previous one's cache miss; the next
-     * rebuild counts the bucket again instead (I2 is an upper bound there).
-     * A one-group table's growth follows from its size. */
+    khl_group_store(ctrl + base, khl_group_with(w, j, KHL_CTRL_EMPTY));
+    if (nb > KHL_GROUP_WIDTH)
+        khl_ext(b)->growth_left += !(khl_ovf_at(ctrl, nb)[base / KHL_GROUP_WIDTH] & khl_ovf_bit(tag));
     b->size--;
 }
 
 static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
 {
     uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
-    khl_erase_in(b, b->n_buckets, ctrl + base, khl_group_load(ctrl + base), i - base);
+    khl_erase_in(b, ctrl, b->n_buckets, base, khl_group_load(ctrl + base), i - base, ctrl[i]);
 }
 
 /* The walk over occupied buckets, a group of 16 at a time, that khl_next,
@@ -827,29 +856,31 @@ template <bool IsMap> constexpr int khl_require_map()
 
 /* The walk of a table of more than one group, shared by get, put and
  * delkey: runs FOUND with i = the bucket holding `key`, or leaves the loop
- * at the first group with an empty bucket.  ON_GROUP runs for each group
- * visited; base_ is its first bucket, w_ its control bytes.  The walk has no
- * bound: a table of more than one group always holds an empty bucket (I2:
- * its capacity is at most 15/16 of its buckets, and tombstones count
- * against it), and the triangular walk reaches every group.  Without the
- * bound, its step counter and the home group are all the loop keeps. */
+ * at the first group without the key's overflow bit (I3), or after the last
+ * group.  ON_GROUP runs for each group visited, after its bit was read;
+ * base_ is its first bucket, w_ its control bytes. */
 #define KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots, ON_GROUP, FOUND)         \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
-        const khl_tags_t tags_ = khl_group_tags(khl_tag(hash));                     \
+        const unsigned char *ovf_ = khl_ovf_at(ctrl_, nb);                          \
+        const unsigned char tag_ = khl_tag(hash);                                   \
+        const khl_tags_t tags_ = khl_group_tags(tag_);                              \
+        const unsigned bit_ = khl_ovf_bit(tag_);                                    \
         const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
         uint32_t base_ = khl_probe_home(hash, khl_ext(b)->shift, mask_);            \
         uint32_t step_ = 0;                                                         \
         for (;;) {                                                                  \
             khl_group_t w_ = khl_group_load(ctrl_ + base_);                         \
             uint32_t m_ = khl_group_match_tags(w_, tags_);                          \
+            unsigned passed_;                                                       \
             while (m_) {                                                            \
                 uint32_t i = base_ + khl_mask_lowest(m_);                           \
                 if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND } \
                 m_ &= m_ - 1u;                                                      \
             }                                                                       \
+            passed_ = ovf_[base_ / KHL_GROUP_WIDTH] & bit_;                         \
             ON_GROUP                                                                \
-            if (khl_group_empty(w_))                                                \
+            if (KHL_LIKELY(!passed_) || step_ == mask_)                             \
                 break;                                                              \
             step_ += KHL_GROUP_WIDTH;                                               \
             base_ = (base_ + step_) & mask_;                                        \
@@ -952,6 +983,7 @@ static inline uint64_t khl_mix(uint64_t hash)
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
         uint32_t i, nb = r->n_buckets;                                              \
+        memset(khl_ovf_at(r->ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);                \
         for (i = 0; i < n_placed; ++i)                                              \
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
         for (i = 0; i < n_placed; ++i) {                                            \
@@ -1061,7 +1093,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         char *slots_ = khl_largeslots_##name(b, nb);                                \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
-                     khl_erase_in(b, nb, ctrl_ + base_, w_, i - base_);             \
+                     khl_erase_in(b, ctrl_, nb, base_, w_, i - base_, tag_);        \
                      return 1;)                                                     \
         return 0;                                                                   \
     }                                                                               \
@@ -1103,15 +1135,18 @@ static inline uint64_t khl_mix(uint64_t hash)
         *ret = 1;                                                                   \
         return nb - 1u;                                                             \
     }                                                                               \
-    /* The rare part of a put, kept out of line: no bucket the put may fill. */    \
+    /* The rare part of a put, kept out of line: no growth left (the table */    \
+    /* is rebuilt first), or a walk that passes full groups (their overflow */     \
+    /* bits are set only here, once the put cannot fail). */                      \
     static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putslow_##name(                   \
         khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
     {                                                                               \
-        khl_block_t *b;                                                             \
+        khl_block_t *b = h->b;                                                      \
         unsigned char *ctrl;                                                        \
         uint32_t slot, base, nb;                                                    \
         khl_plan_t p_;                                                              \
-        if (khl_carry_out(khl_table_grow_plan(h->b, &khl_type_##name, &p_), &p_, &h->b, h->b, \
+        if ((!b || !khl_growth_left(b)) &&                                          \
+            khl_carry_out(khl_table_grow_plan(b, &khl_type_##name, &p_), &p_, &h->b, b, \
                           &khl_type_##name, khl_layout_##name, FN, UD) < 0) {       \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
@@ -1126,33 +1161,29 @@ static inline uint64_t khl_mix(uint64_t hash)
         *ret = 1;                                                                   \
         return slot;                                                                \
     }                                                                               \
-    /* A put into a table of more than one group. */                               \
+    /* A put into a table of more than one group: into its home group when */   \
+    /* that has an empty bucket (then the walk passed no full group). */          \
     static inline KHL_UNUSED khl_iter_t khl_putlarge_##name(                  \
         khl_t_##name *h, khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key, int *ret) \
     {                                                                               \
         char *slots = khl_largeslots_##name(b, nb);                                 \
-        uint32_t base = UINT32_MAX, j = 0;                                          \
-        khl_group_t slot_w;                                                         \
+        uint32_t base = UINT32_MAX, f;                                              \
+        khl_group_t home_w;                                                         \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
-        /* The first free bucket of the walk: its group, index, control bytes. */  \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots,                          \
                      if (base == UINT32_MAX) {                                      \
-                         uint32_t f_ = khl_group_free(w_);                          \
-                         if (f_) {                                                  \
-                             base = base_;                                          \
-                             j = khl_mask_highest(f_);                              \
-                             slot_w = w_;                                           \
-                         }                                                          \
+                         base = base_;                                              \
+                         home_w = w_;                                               \
                      },                                                             \
                      *ret = 0; return i;)                                           \
-        /* An empty bucket uses up capacity; a tombstone does not. */              \
-        if (KHL_UNLIKELY(base == UINT32_MAX ||                                      \
-                         (!khl_ext(b)->growth_left && ((khl_group_empty(slot_w) >> j) & 1u)))) \
+        if (KHL_UNLIKELY(base == UINT32_MAX || !(f = khl_group_empty(home_w)) ||    \
+                         !khl_ext(b)->growth_left))                                 \
             return khl_putslow_##name(h, hash, key, ret);                           \
-        khl_fill_in(b, nb, khl_ctrl_at(b, khl_layout_##name) + base, slot_w, j, khl_tag(hash)); \
-        *khl_keyp_##name(slots, nb, base + j) = key;                                \
+        khl_fill_in(b, nb, khl_ctrl_at(b, khl_layout_##name) + base, home_w,        \
+                    khl_mask_highest(f), khl_tag(hash));                            \
+        *khl_keyp_##name(slots, nb, base + khl_mask_highest(f)) = key;              \
         *ret = 1;                                                                   \
-        return base + j;                                                            \
+        return base + khl_mask_highest(f);                                          \
     }                                                                               \
     HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
     {                                                                               \
@@ -1170,7 +1201,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
             return khl_putlarge_##name(h, b, nb, hash, key, ret);                   \
         if (nb <= KHL_SCAN_BUCKETS) {                                               \
-            /* No tombstones here (I4): a bucket not full is empty.  j: the */     \
+            /* A bucket not full is empty (I4).  j: the */                         \
             /* highest; a byte store, which the next scan's loads forward. */      \
             j = UINT32_MAX;                                                         \
             KHL_I_SCAN(name, eq_fn, b, nb, key, *ret = 0; return i;,                \
@@ -1184,7 +1215,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             return j;                                                               \
         }                                                                           \
         {                                                                           \
-            /* No tombstones here (I4): a free bucket is an empty one, and the */   \
+            /* A free bucket is an empty one (I4), and the */                      \
             /* table may fill.  The highest: see the block's description. */       \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
             f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \

@@ -62,9 +62,10 @@ uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
             if (target / W == g)
                 return n;
         } else {
-            for (uint32_t i = 0; i < W && g * W + i < nb; ++i)
-                if (ctrl[g * W + i] == 0x80)     /* an empty bucket ends a miss */
-                    return n;
+            /* A miss ends at a group without its class's overflow bit (the
+             * tag's low 3 bits), or in a one-group table's only group. */
+            if (nb <= W || !(ctrl[nb + g] & (1u << ((hash >> 57) & 7u))))
+                return n;
         }
         g = (g + ++step) & (groups - 1);
         if (++n > groups + 1)

@@ -43,7 +43,8 @@ void test_build_path(char *buf, size_t size, const char *rel);
 uint32_t test_home_group(const khl_block_t *b, uint64_t hash);
 /* Groups a lookup of `hash` visits, its home included: to reach bucket
  * `target`'s group, or, with target UINT32_MAX (a miss), to the first group
- * with an empty bucket.  groups + 1 when it never gets there. */
+ * without the overflow bit of the hash's class.  groups + 1 when it never
+ * gets there. */
 uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target);
 
 #endif

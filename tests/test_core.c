@@ -536,3 +536,106 @@ Test(cursor, empty_tables)
     cr_assert_eq(khl_cursor_next(c32, &h, &c), 0, "a block without keys: no key");
     khl_destroy(c32, &h);
 }
+
+/* --- overflow bytes: how misses end, deletions, failed puts ------------------ */
+
+/* A u32 map of 2^14 buckets filled with random (odd) keys to its growth
+ * point, KHL_MAX_LOAD. */
+static void fill_to_growth(khl_t(c32) *h, uint64_t *r)
+{
+    khl_init(c32, h, NULL);
+    while (!h->b || h->b->n_buckets < (1u << 14) || khl_growth_left(h->b) > 1)
+        khl_put(c32, h, (uint32_t)prng_next(r) | 1u, NULL);
+    cr_assert_eq(khl_n_buckets(c32, h), 1u << 14, "filled without growing");
+}
+
+Test(overflow, misses_end_in_their_home_group_when_groups_are_full)
+{
+    uint64_t r = 42;
+    khl_t(c32) h;
+    fill_to_growth(&h, &r);
+    const unsigned char *ctrl = (const unsigned char *)(h.b + 1);
+    uint32_t nb = h.b->n_buckets, full_groups = 0, home_ends = 0, home_has_empty = 0;
+    for (uint32_t g = 0; g < nb; g += W) {
+        uint32_t empty = 0;
+        for (uint32_t i = 0; i < W; ++i)
+            empty += ctrl[g + i] == 0x80;
+        full_groups += !empty;
+    }
+    enum { MISSES = 20000 };
+    for (uint32_t i = 0; i < MISSES; ++i) {
+        uint32_t key = (uint32_t)prng_next(&r) & ~1u;      /* keys are odd */
+        uint64_t hash = khl_hash_u32(key);
+        cr_assert_eq(khl_get(c32, &h, key), khl_end(c32, &h));
+        home_ends += test_probe_groups(h.b, hash, UINT32_MAX) == 1;
+        uint32_t home = test_home_group(h.b, hash) * W;
+        for (uint32_t j = 0; j < W; ++j)
+            if (ctrl[home + j] == 0x80) {
+                ++home_has_empty;
+                break;
+            }
+    }
+    /* The groups displaced keys fill: at this load nearly half of them (480
+     * of 1024 with these keys), and a miss that stopped at the first group
+     * with an empty bucket (0.2) would go on from about 46% of its home
+     * groups.  With the overflow bits, 86% end at home. */
+    cr_assert_geq(full_groups * 3, nb / W, "%u of %u groups full", full_groups, nb / W);
+    cr_assert_lt(home_has_empty, MISSES * 7 / 10);
+    cr_assert_geq(home_ends, MISSES * 80 / 100, "%u of %u misses end at home (%u home groups with an empty bucket, %u of %u groups full)", home_ends, MISSES, home_has_empty, full_groups, nb / W);
+    cr_assert_eq(khl_check(c32, &h), 0);
+    khl_destroy(c32, &h);
+}
+
+/* A regression against 0.2, whose deletions in a full group left a tombstone
+ * (0xFE) that only a rebuild took away. */
+Test(overflow, deletions_leave_no_tombstone)
+{
+    uint64_t r = 7;
+    khl_t(c32) h;
+    fill_to_growth(&h, &r);
+    uint32_t nb = h.b->n_buckets, deleted = 0;
+    for (uint32_t k = 0; k < nb; ++k)
+        if (khl_exist(c32, &h, k) && (khl_key(c32, &h, k) & 2u)) {
+            khl_del(c32, &h, k);
+            ++deleted;
+        }
+    cr_assert_gt(deleted, 5000);
+    const unsigned char *ctrl = (const unsigned char *)(h.b + 1);
+    for (uint32_t k = 0; k < nb; ++k)
+        cr_assert(ctrl[k] < 0x80 || ctrl[k] == 0x80, "bucket %u: control byte %#x", k, ctrl[k]);
+    cr_assert_eq(khl_check(c32, &h), 0);
+    khl_destroy(c32, &h);
+}
+
+/* A put that cannot grow changes no byte of the block, overflow bytes
+ * included: it sets them only once it cannot fail. */
+Test(overflow, a_failed_put_leaves_every_byte_as_it_was)
+{
+    test_alloc_t t;
+    test_alloc_init(&t);
+    khl_t(c32) h;
+    khl_init(c32, &h, &t.a);
+    uint64_t r = 3;
+    uint32_t nb = 0;
+    while (!h.b || h.b->n_buckets <= W || khl_growth_left(h.b) > 0) {
+        khl_put(c32, &h, (uint32_t)prng_next(&r) | 1u, NULL);
+        nb = h.b->n_buckets;
+    }
+    size_t bytes = khl_block_size(c32, &h);
+    unsigned char *before = malloc(bytes);
+    memcpy(before, khl_single_base(h.b), bytes);
+    t.fail_at = t.attempts + 1;
+    t.fail_after = 1;
+    uint32_t failed = 0;
+    for (uint32_t i = 0; i < 1000; ++i) {
+        int ret;
+        khl_put(c32, &h, (uint32_t)prng_next(&r) & ~1u, &ret);
+        failed += ret == -1;
+    }
+    cr_assert_eq(failed, 1000);
+    cr_assert_eq(h.b->n_buckets, nb);
+    cr_assert_eq(memcmp(before, khl_single_base(h.b), bytes), 0, "the block changed");
+    free(before);
+    khl_destroy(c32, &h);
+    test_alloc_fini(&t);
+}
