@@ -507,6 +507,15 @@ static inline unsigned khl_ovf_bit(unsigned char tag)
     return 1u << (tag & 7u);
 }
 
+/* Whether a key of tag `tag` was ever pushed past the group at base.  A
+ * shift of the byte, not a mask built from the tag: a hit, which never gets
+ * here, then pays nothing for it before its loop. */
+static inline unsigned khl_ovf_passed(const unsigned char *ctrl, uint32_t nb, uint32_t base,
+                                      unsigned char tag)
+{
+    return (unsigned)(ctrl[nb + base / KHL_GROUP_WIDTH] >> (tag & 7u)) & 1u;
+}
+
 /* The control bytes of a table of nb buckets, with its overflow bytes. */
 static inline uint32_t khl_ctrl_bytes(uint32_t nb)
 {
@@ -556,7 +565,7 @@ static inline void khl_erase_in(khl_block_t *b, unsigned char *ctrl, uint32_t nb
 {
     khl_group_store(ctrl + base, khl_group_with(w, j, KHL_CTRL_EMPTY));
     if (nb > KHL_GROUP_WIDTH)
-        khl_ext(b)->growth_left += !(khl_ovf_at(ctrl, nb)[base / KHL_GROUP_WIDTH] & khl_ovf_bit(tag));
+        khl_ext(b)->growth_left += khl_ovf_passed(ctrl, nb, base, tag) ^ 1u;
     b->size--;
 }
 
@@ -862,10 +871,8 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots, ON_GROUP, FOUND)         \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
-        const unsigned char *ovf_ = khl_ovf_at(ctrl_, nb);                          \
         const unsigned char tag_ = khl_tag(hash);                                   \
         const khl_tags_t tags_ = khl_group_tags(tag_);                              \
-        const unsigned bit_ = khl_ovf_bit(tag_);                                    \
         const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
         uint32_t base_ = khl_probe_home(hash, khl_ext(b)->shift, mask_);            \
         uint32_t step_ = 0;                                                         \
@@ -878,7 +885,7 @@ template <bool IsMap> constexpr int khl_require_map()
                 if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND } \
                 m_ &= m_ - 1u;                                                      \
             }                                                                       \
-            passed_ = ovf_[base_ / KHL_GROUP_WIDTH] & bit_;                         \
+            passed_ = khl_ovf_passed(ctrl_, nb, base_, tag_);                       \
             ON_GROUP                                                                \
             if (KHL_LIKELY(!passed_) || step_ == mask_)                             \
                 break;                                                              \
