@@ -26,7 +26,7 @@ static void *libc_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
     return ptr ? realloc(ptr, nsize) : malloc(nsize);
 }
 
-const khl_allocator_t khl_libc_allocator = {libc_allocf, NULL};
+const khl_allocator_t khl_libc_allocator = {libc_allocf, NULL, 1};
 
 /* Relaxed atomics are enough: the seed is set before tables are filled, and
  * a reader only needs some value, never a torn one.  Public only because

@@ -42,9 +42,11 @@
  *   khl_del and khl_del_key move nothing, so deleting the current key during
  *   a forward walk (a cursor, khl_foreach, or khl_begin/khl_next) visits
  *   every other key exactly once.
- * - Bounded: every walk over groups stops after the last group, and deleted
- *   buckets count against the load limit, so put/del churn on a table that
- *   never holds more than n keys keeps its block and its probes bounded.
+ * - Bounded: every walk over groups stops after the last group, and a
+ *   deletion whose group a key was pushed past counts against the load
+ *   limit until the next rebuild (which clears those marks), so put/del
+ *   churn on a table that never holds more than n keys keeps its block and
+ *   its probes bounded.
  * - Sizes that cannot be represented (over 2^31 buckets, or a block larger
  *   than SIZE_MAX) fail with -1; nothing wraps.
  * - hash_fn and eq_fn must not touch the table they are called for.
@@ -55,10 +57,18 @@
  *
  *     fn(ud, NULL, 0, n)         allocate n bytes, NULL on failure
  *     fn(ud, p, osize, 0)        free p; osize is exactly what p was given
- *     fn(ud, p, osize, nsize)    resize (tables never ask for it)
+ *     fn(ud, p, osize, nsize)    resize: realloc's contract (NULL on failure,
+ *                                p untouched), asked for only where the
+ *                                allocator declares it resizes
  *
  * Blocks must be aligned for max_align_t.  A table grows by allocating the
- * new block, moving its keys and freeing the old one.
+ * new block, moving its keys and freeing the old one; a table of more than
+ * one group whose block is at least KHL_RESIZE_BYTES, on an allocator that
+ * resizes, grows through fn's resize instead and spreads its keys in place,
+ * so realloc (mremap, a pool's free neighbour) keeps the pages it had.  An
+ * allocator declares it: khl_allocator_t's resizes non-zero (the libc
+ * allocator does), or, for KHL_INIT_ALLOC, #define KHL_ALLOC_RESIZES_<allocf>
+ * (empty, or 1) before the KHL_INIT_ALLOC that names it.
  *
  * ---------------------------------------------------------------------------
  * Hashing
@@ -98,8 +108,8 @@ extern "C" {
 
 #define KHL_VERSION "0.2.0"
 
-/* Maximum fraction of a table's buckets that may be occupied (live keys and
- * deleted buckets) before a put rebuilds it, for tables of more than one
+/* Maximum fraction of a table's buckets that may be used (live keys, and
+ * deletions not yet given back) before a put rebuilds it, for tables of more than one
  * group of 16 (one-group tables may fill).  A constant from 0.25 to 0.9375
  * in any spelling (0.5, .5, 5e-1, 0.5f, (0.5)), defined before the first
  * KHL_INIT of a type; anything else is a compile-time error.  0.875 halves
@@ -114,7 +124,9 @@ extern "C" {
 
 typedef uint32_t khl_iter_t;    /* a bucket index */
 typedef void *(*khl_allocf)(void *ud, void *ptr, size_t osize, size_t nsize);
-typedef struct khl_allocator { khl_allocf fn; void *ud; } khl_allocator_t;
+/* resizes: non-zero when fn implements resize (see the hook above); {fn, ud}
+ * leaves it 0, and tables only allocate and free. */
+typedef struct khl_allocator { khl_allocf fn; void *ud; int resizes; } khl_allocator_t;
 
 extern const khl_allocator_t khl_libc_allocator;   /* malloc / realloc / free */
 
@@ -169,7 +181,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
     KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, const khl_allocator_t *, a) \
     KHL_I_PROTOTYPES(name)
 #define KHL_DEFINE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                  \
-    KHL_I_IMPL(, , name, hash_fn, eq_fn, const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD)
+    KHL_I_IMPL(, , name, hash_fn, eq_fn, const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD, \
+               KHL_I_HOOK_RESIZES)
 
 /* Ready-made types: uint32_t, uint64_t and C-string keys (a string key is
  * the pointer: the table neither copies nor frees the characters). */

@@ -529,5 +529,6 @@ khl_allocator_t khl_pool_allocator(khl_pool_t *p)
     khl_allocator_t a;
     a.fn = khl_pool_allocf;
     a.ud = p;
+    a.resizes = 1;
     return a;
 }

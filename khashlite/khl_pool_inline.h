@@ -363,8 +363,8 @@ static inline KHL_HOT_INLINE void khl_pool_free_unsized_inline(khl_pool_t *p, vo
  *     KHL_INIT_ALLOC(ids, uint64_t, int, 1, khl_hash_u64, khl_eq_int, khl_pool_allocf_inline)
  *     khl_t(ids) h;  khl_init(ids, &h, pool);
  * Other pools take the library's khl_pool_alloc and khl_pool_free, which
- * run the thread caches' fast paths, and a resize (which tables never ask
- * for) khl_pool_allocf.  Only the plain path is here, and it is not forced
+ * run the thread caches' fast paths, and a resize (a large table's growth:
+ * KHL_ALLOC_RESIZES_ below) khl_pool_allocf.  Only the plain path is here, and it is not forced
  * inline: a table reaches its allocator through a function pointer that
  * constant propagation turns into a direct call, which gcc -O1 does too
  * late for always_inline, and with the thread-cache path in it too gcc -O2
@@ -388,6 +388,8 @@ static inline void *khl_pool_allocf_inline(void *ud, void *ptr, size_t osize, si
     }
     return khl_pool_allocf(ud, ptr, osize, nsize);
 }
+/* It resizes: a table declared on it grows large blocks in place. */
+#define KHL_ALLOC_RESIZES_khl_pool_allocf_inline
 
 #ifdef __cplusplus
 }

@@ -296,6 +296,48 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
     return b;
 }
 
+int khl_table_resizes(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t)
+{
+    return b && b->n_buckets > GROUP && p->nb > b->n_buckets &&
+           khl_table_block_size(b, t) >= KHL_RESIZE_BYTES;
+}
+
+/* Moves n slots' worth of an array of `size`-byte items from `from` to `to`
+ * (to >= from: the larger block keeps them further on). */
+static void move_up(char *to, const char *from, uint32_t n, size_t size)
+{
+    memmove(to, from, (size_t)n * size);
+}
+
+/* The resized allocation holds the old block byte for byte.  Its slots move
+ * to where the larger block keeps them (further on: its control bytes are
+ * longer), the last array first; the new buckets are empty, and the keys,
+ * still in their old buckets, are spread by the in-place rehash, which
+ * treats them as placed for another geometry. */
+khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t)
+{
+    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + sizeof(khl_block_ext_t));
+    unsigned char *ctrl = (unsigned char *)(b + 1);
+    uint32_t nb = p->nb;
+    char *from = (char *)ctrl + khl_ctrl_bytes(old_nb) + khl_ext(b)->pad;
+    char *to = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
+    khl_regions_t r;
+    if (t->soa) {
+        move_up(to + KHL_I_SOA_KEYS(nb, t->val_size, t->key_align),
+                from + KHL_I_SOA_KEYS(old_nb, t->val_size, t->key_align), old_nb, t->key_size);
+        move_up(to, from, old_nb, t->val_size);
+    } else {
+        move_up(to, from, old_nb, t->pair_size);
+    }
+    memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
+    set_counters(b, nb, b->size, p->reserved || khl_ext(b)->reserved, t);
+    khl_ext(b)->pad = (uint16_t)(to - (char *)(ctrl + khl_ctrl_bytes(nb)));
+    r = khl_regions_of(b, t->layout, t->pair_align);
+    t->rehash(&r, old_nb);
+    verified(b, t);
+    return b;
+}
+
 /* --- the growth policy ------------------------------------------------------ */
 
 /* Same size, overflow bits cleared: never allocates. */

@@ -126,6 +126,13 @@ typedef union khl_max_align {
 #define KHL_MAX_BUCKETS 0x80000000u
 #define KHL_LARGE_BUCKETS 256u      /* from here slots start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
+/* From this block size, a table on an allocator that resizes grows through
+ * it (khl_table_resizes).  Below it, a new block in the caches and a move
+ * cost less than the in-place spread's swaps, and blocks come from an
+ * allocator's heap or classes, where a resize copies anyway. */
+#ifndef KHL_RESIZE_BYTES
+#define KHL_RESIZE_BYTES (64u * 1024u)
+#endif
 
 /* Where slots aligned to `align` start after `head` bytes of an allocation
  * aligned for max_align_t (for the worst address).  Macros so that a type's
@@ -256,6 +263,15 @@ int    khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl
 int    khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
 int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
                            khl_plan_t *p);
+/* Grows a single block in place: mem is its allocation resized (by the
+ * allocator's resize) to p->regions.bytes[0] for p->nb buckets, old_nb
+ * buckets' worth of it as the block was.  Moves the slots to where the
+ * larger block keeps them and spreads the keys in place.  Returns the
+ * block. */
+khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t);
+/* Whether a plan for b is carried out by resizing b's block: growth of a
+ * single block of more than one group, of at least KHL_RESIZE_BYTES. */
+int    khl_table_resizes(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t);
 /* Builds the table planned in p->regions (allocated): the keys of `from`,
  * moved when it is `old` (a rebuild), copied otherwise; NULL: none.  Returns
  * the new block; *freed receives the regions of old to free. */
@@ -285,16 +301,33 @@ static inline void khl_free_regions(const khl_mem_t *m, int layout, khl_allocf f
             fn(ud, m->p[i], m->bytes[i], 0);
 }
 
+/* Where a single block's allocation starts: a table of more than one group
+ * keeps its extension just before the header. */
+static inline void *khl_single_base(khl_block_t *b)
+{
+    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
+}
+
 /* Carries out a plan (planned: what the plan function returned) on *bp:
  * every region allocated before anything changes, the old ones freed after
- * the build.  0, or -1 with the table unchanged. */
+ * the build; or, on an allocator that resizes, a growing block resized and
+ * spread in place.  0, or -1 with the table unchanged (a failed resize
+ * leaves the old block as it was). */
 static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, const khl_block_t *from,
-                                const khl_type_t *t, int layout, khl_allocf fn, void *ud)
+                                const khl_type_t *t, int layout, khl_allocf fn, void *ud, int resizes)
 {
     khl_mem_t freed;
     int i, n = khl_region_count(layout);
     if (planned <= 0)
         return planned;
+    if (resizes && layout == KHL_LAYOUT_SINGLE && from == *bp && khl_table_resizes(*bp, p, t)) {
+        uint32_t old_nb = (*bp)->n_buckets;     /* the resize may free *bp */
+        void *mem = fn(ud, khl_single_base(*bp), khl_table_block_size(*bp, t), p->regions.bytes[0]);
+        if (!mem)
+            return -1;
+        *bp = khl_table_spread(mem, old_nb, p, t);
+        return 0;
+    }
     for (i = 0; i < n; ++i)
         p->regions.p[i] = NULL;
     for (i = 0; i < n; ++i) {
@@ -334,13 +367,6 @@ static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsig
     b->n_buckets = nb;
     b->size = 1;
     return b;
-}
-
-/* Where a single block's allocation starts: a table of more than one group
- * keeps its extension just before the header. */
-static inline void *khl_single_base(khl_block_t *b)
-{
-    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
 }
 
 /* The bytes of a single-layout block: its first block's are a constant. */
@@ -818,6 +844,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * second word a (NULL: libc); their table is always named h. */
 #define KHL_I_HOOK_FN khl_allocator_of(h->a)->fn
 #define KHL_I_HOOK_UD khl_allocator_of(h->a)->ud
+#define KHL_I_HOOK_RESIZES khl_allocator_of(h->a)->resizes
 
 /* The lookup of a one-group table (nb <= 16): one group match, no walk.
  * Declares ctrl_, w_ (its control bytes) and slots_; runs FOUND with i =
@@ -944,7 +971,10 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_MIXED_PASTE(x) KHL_I_MIXED_PASTE_(x)
 #define KHL_I_SECOND_(a, b, ...) b
 #define KHL_I_SECOND(...) KHL_I_SECOND_(__VA_ARGS__)
-#define KHL_I_MIXED(hash_fn) KHL_I_SECOND(KHL_I_MIXED_PASTE(KHL_HASH_MIXED_##hash_fn), 0, ~)
+/* 1 when the macro m is defined empty or as 1, 0 when it is not defined:
+ * KHL_HASH_MIXED_<hash_fn>, KHL_ALLOC_RESIZES_<allocf>. */
+#define KHL_I_DECLARED(m) KHL_I_SECOND(KHL_I_MIXED_PASTE(m), 0, ~)
+#define KHL_I_MIXED(hash_fn) KHL_I_DECLARED(KHL_HASH_MIXED_##hash_fn)
 
 /* What a hash not declared mixed goes through: Fibonacci hashing, whose
  * product's top bits (the tag and the home group) depend on every bit of
@@ -959,7 +989,7 @@ static inline uint64_t khl_mix(uint64_t hash)
 /* The operations.  SCOPE is "static inline KHL_UNUSED" or empty (DEFINE);
  * HOT, for get, put and the deletions, adds always_inline to the former:
  * their fast paths are a few dozen instructions, and a call costs as much. */
-#define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD)    \
+#define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD, RESIZES) \
     KHL_I_MAX_LOAD_CHECK(name)                                                      \
     /* The only call of hash_fn: every lookup, put, check and rebuild hashes */    \
     /* through here (see KHL_I_MIXED). */                                           \
@@ -1045,7 +1075,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_reserve_plan(h->b, n, &khl_type_##name, &p_);      \
         return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
-                             khl_layout_##name, FN, UD);                            \
+                             khl_layout_##name, FN, UD, RESIZES);                   \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
     {                                                                               \
@@ -1057,14 +1087,14 @@ static inline uint64_t khl_mix(uint64_t hash)
         }                                                                           \
         planned_ = khl_table_shrink_plan(h->b, &khl_type_##name, &p_);              \
         return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
-                             khl_layout_##name, FN, UD);                            \
+                             khl_layout_##name, FN, UD, RESIZES);                   \
     }                                                                               \
     SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_copy_plan(h->b, src->b, &khl_type_##name, &p_);    \
         return khl_carry_out(planned_, &p_, &h->b, src->b, &khl_type_##name,       \
-                             khl_layout_##name, FN, UD);                            \
+                             khl_layout_##name, FN, UD, RESIZES);                   \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
@@ -1154,7 +1184,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         khl_plan_t p_;                                                              \
         if ((!b || !khl_growth_left(b)) &&                                          \
             khl_carry_out(khl_table_grow_plan(b, &khl_type_##name, &p_), &p_, &h->b, b, \
-                          &khl_type_##name, khl_layout_##name, FN, UD) < 0) {       \
+                          &khl_type_##name, khl_layout_##name, FN, UD, RESIZES) < 0) { \
             *ret = -1;                                                              \
             return khl_nbuckets_##name(h);                                          \
         }                                                                           \
@@ -1251,13 +1281,13 @@ static inline uint64_t khl_mix(uint64_t hash)
 #define KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, layout)     \
     KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, const khl_allocator_t *, a)   \
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
-               const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD)
+               const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD, KHL_I_HOOK_RESIZES)
 
 /* KHL_INIT_ALLOC (khashlite.h): the allocator is the function allocf, the
  * handle's second word its ud. */
 #define KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)    \
     KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, void *, ud)       \
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
-               void *, ud, allocf, h->ud)
+               void *, ud, allocf, h->ud, KHL_I_DECLARED(KHL_ALLOC_RESIZES_##allocf))
 
 #endif /* KHL_TABLE_IMPL_H */

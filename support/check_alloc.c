@@ -147,6 +147,8 @@ void check_alloc_init(check_alloc_t *c, const khl_allocator_t *inner, unsigned f
     c->a.ud = c;
     c->inner = inner ? inner : &khl_libc_allocator;
     c->flags = flags;
+    /* A poisoning resize is an allocation and a copy; otherwise inner resizes. */
+    c->a.resizes = !(flags & CHECK_NO_RESIZE) && ((flags & CHECK_POISON) || c->inner->resizes);
 }
 
 void check_alloc_fini(check_alloc_t *c)

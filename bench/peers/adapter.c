@@ -95,7 +95,7 @@ static void *count_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
     return nsize ? peers_realloc(ptr, nsize) : (peers_free(ptr), NULL);
 }
 
-const khl_allocator_t peers_khl_count_allocator = {count_allocf, NULL};
+const khl_allocator_t peers_khl_count_allocator = {count_allocf, NULL, 1};
 
 void peers_oom(const char *what)
 {
