@@ -153,4 +153,13 @@ for layout in stock khl; do
         row mruby_obj "ivars_$k" "$layout" counted "$k" bytes_per_object "$bytes" "$bytes" "$bytes" 1
     done
 done
+# Method tables: blocks alive per module with 1 or 20 methods (per_class.rb
+# also prints Class.new rows, which add the metaclass's tables).
+for layout in stock khl; do
+    "$M/probe-$layout" mruby/test/per_class.rb 2> /dev/null | while read -r _ kind m _ blocks bytes; do
+        [ "$kind" = Module ] && [ "$m" != 0 ] || continue
+        row mruby_cls "methods_$m" "$layout" counted "$m" blocks_per_module "$blocks" "$blocks" "$blocks" 1
+        row mruby_cls "methods_$m" "$layout" counted "$m" bytes_per_module "$bytes" "$bytes" "$bytes" 1
+    done
+done
 echo "[mruby] done in $(( $(date +%s) - start )) s" >&2
