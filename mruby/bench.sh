@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mruby/bench.sh MODE CSV: the `mruby` section of `make bench` (called by
-# bench/scripts/run.sh).  Times mruby 3.1 stock and khl (iv tables on
-# khashlite), each on glibc and on khl_pool, running mruby's own benchmark/*.rb (those that take about a
+# bench/scripts/run.sh).  Times mruby 3.1 stock and khl (iv and method
+# tables on khashlite), each on glibc and on khl_pool, running mruby's own benchmark/*.rb (those that take about a
 # second or less: ao_render, fib at 30, so_lists at a third of its size;
 # app_lc_fizzbuzz takes a minute and is left out) and bench/ruby/*.rb,
 # and appends rows in bench/harness/bench.h's columns to CSV:
@@ -15,6 +15,8 @@
 #              stock's on glibc: below 1 is fewer)
 #   mruby_obj  table = ivars_K: allocs_per_object and bytes_per_object for an
 #              object with K instance variables (mruby/test/per_object.rb)
+#   mruby_cls  table = methods_M: blocks_per_module and bytes_per_module, the
+#              method table of a module with M methods (mruby/test/per_class.rb)
 # Runs only when `make mruby` has been run (build/mruby/host-khl exists):
 # fetching and building mruby takes minutes, so `make bench` does not do it.
 # MODE: standard (5 repetitions, about 80 s), full (9), smoke (1, tiny sizes).
@@ -151,6 +153,15 @@ for layout in stock khl; do
     "$M/probe-$layout" mruby/test/per_object.rb 2> /dev/null | while read -r _ k calls bytes; do
         row mruby_obj "ivars_$k" "$layout" counted "$k" allocs_per_object "$calls" "$calls" "$calls" 1
         row mruby_obj "ivars_$k" "$layout" counted "$k" bytes_per_object "$bytes" "$bytes" "$bytes" 1
+    done
+done
+# Method tables: blocks alive per module with 1 or 20 methods (per_class.rb
+# also prints Class.new rows, which add the metaclass's tables).
+for layout in stock khl; do
+    "$M/probe-$layout" mruby/test/per_class.rb 2> /dev/null | while read -r _ kind m _ blocks bytes; do
+        [ "$kind" = Module ] && [ "$m" != 0 ] || continue
+        row mruby_cls "methods_$m" "$layout" counted "$m" blocks_per_module "$blocks" "$blocks" "$blocks" 1
+        row mruby_cls "methods_$m" "$layout" counted "$m" bytes_per_module "$bytes" "$bytes" "$bytes" 1
     done
 done
 echo "[mruby] done in $(( $(date +%s) - start )) s" >&2

@@ -13,8 +13,11 @@
  *                  mruby's parser is mruby's business, not the tables')
  *
  * The script gets two Kernel methods:
- *   khl_alloc_stats  -> [allocating calls, freeing calls, live bytes]
- *                       (a realloc counts as allocating)
+ *   khl_alloc_stats  -> [allocating calls, freeing calls, live bytes,
+ *                        the same three for blocks of at most SMALL bytes]
+ *                       (a realloc counts as allocating; in the last three
+ *                       as a free and an allocation, so that calls minus
+ *                       frees is the number of blocks alive)
  *   khl_limit(n)     live bytes may grow by n more from now; nil: no limit
  *
  * Prints "probe: raised CLASS" on stdout when the script ends in an exception,
@@ -35,12 +38,30 @@
 #include "khashlite/khl_pool.h"
 
 #define PREFIX 16u   /* keeps blocks aligned for max_align_t */
+/* Tables of a few dozen keys are below it, a GC heap page (1024 object
+ * slots) far above: the small counts see tables without the pages that the
+ * objects owning them come from. */
+#define SMALL 4096u
 
 typedef struct probe {
     khl_pool_t *pool;
     size_t live, limit;     /* limit 0: none */
     unsigned long long allocs, frees;
+    unsigned long long small_allocs, small_frees;
+    size_t small_live;
 } probe_t;
+
+static void count_small(probe_t *pr, size_t freed, size_t allocated)
+{
+    if (freed && freed <= SMALL) {
+        pr->small_live -= freed;
+        pr->small_frees++;
+    }
+    if (allocated && allocated <= SMALL) {
+        pr->small_live += allocated;
+        pr->small_allocs++;
+    }
+}
 
 static void *probe_allocf(mrb_state *mrb, void *ptr, size_t size, void *ud)
 {
@@ -57,6 +78,7 @@ static void *probe_allocf(mrb_state *mrb, void *ptr, size_t size, void *ud)
             khl_pool_free(pr->pool, base, old + PREFIX);
             pr->live -= old;
             pr->frees++;
+            count_small(pr, old, 0);
         }
         return NULL;
     }
@@ -69,6 +91,7 @@ static void *probe_allocf(mrb_state *mrb, void *ptr, size_t size, void *ud)
     memcpy(nb, &size, sizeof size);
     pr->live = pr->live - old + size;
     pr->allocs++;
+    count_small(pr, old, size);
     return nb + PREFIX;
 }
 
@@ -81,10 +104,11 @@ static mrb_value m_alloc_stats(mrb_state *mrb, mrb_value self)
 {
     probe_t *pr = probe_of(mrb);
     /* Read before the array exists, so its own allocation is not counted. */
-    mrb_value v[3] = {mrb_int_value(mrb, (mrb_int)pr->allocs), mrb_int_value(mrb, (mrb_int)pr->frees),
-                      mrb_int_value(mrb, (mrb_int)pr->live)};
+    mrb_value v[6] = {mrb_int_value(mrb, (mrb_int)pr->allocs), mrb_int_value(mrb, (mrb_int)pr->frees),
+                      mrb_int_value(mrb, (mrb_int)pr->live), mrb_int_value(mrb, (mrb_int)pr->small_allocs),
+                      mrb_int_value(mrb, (mrb_int)pr->small_frees), mrb_int_value(mrb, (mrb_int)pr->small_live)};
     (void)self;
-    return mrb_ary_new_from_values(mrb, 3, v);
+    return mrb_ary_new_from_values(mrb, 6, v);
 }
 
 static mrb_value m_limit(mrb_state *mrb, mrb_value self)
@@ -99,7 +123,7 @@ static mrb_value m_limit(mrb_state *mrb, mrb_value self)
 
 int main(int argc, char **argv)
 {
-    probe_t pr = {NULL, 0, 0, 0, 0};
+    probe_t pr = {NULL, 0, 0, 0, 0, 0, 0, 0};
     const char *path = NULL;
     long extra = -1;
     int status = 0;

@@ -9,7 +9,8 @@
 #  4. Out of memory (khl-mrb-probe): a failed iv-table or method-table
 #     growth leaves the table as it was; a script that exhausts a memory limit ends in NoMemoryError
 #     with no crash and every byte back after mrb_close; an object with 1 to
-#     4 variables costs khl one allocation.
+#     4 variables costs khl one allocation, and so do the methods of a module
+#     with 1 or 20 of them.
 #  5. stock and khl built with clang under ASan+UBSan: `rake test` on both
 #     (the same counts), and step 4 again on khl.
 set -eu
@@ -40,7 +41,7 @@ echo "same counts on stock and khl"
 step "2. scripts: same output on stock, khl, khl + khl_pool"
 out=$M/out
 mkdir -p "$out"
-for s in bench/ruby/*.rb mruby/test/ivars.rb mruby/test/methods.rb; do
+for s in bench/ruby/*.rb mruby/test/ivars.rb mruby/test/methods.rb mruby/test/method_misses.rb; do
     n=$(basename "$s" .rb)
     case $n in ao_render) scale=6 ;; hash_churn|strings|object_churn) scale=3000 ;; *) scale= ;; esac
     for v in stock khl khl-pool; do
@@ -68,11 +69,15 @@ oom_checks() {   # PROBE
     echo "oom_exhaust.rb: NoMemoryError at 6 limits, pool at 0 after mrb_close"
 }
 
-step "4. out of memory, allocations per object (khl)"
+step "4. out of memory, allocations per object and per class (khl)"
 oom_checks "$M/probe-khl"
 "$M/probe-khl" mruby/test/per_object.rb 2>/dev/null | tee "$out/per_object.khl"
 for k in 1 3 4; do
     grep -q "^per_object $k 1.0 " "$out/per_object.khl" || fail "khl: an object with $k ivars does not cost exactly one allocation"
+done
+"$M/probe-khl" mruby/test/per_class.rb 2>/dev/null | tee "$out/per_class.khl"
+for m in 1 20; do
+    grep -q "^per_class Module $m [0-9.]* 1.0 " "$out/per_class.khl" || fail "khl: the methods of a module with $m of them are not in exactly one block"
 done
 
 step "5. stock and khl under ASan+UBSan (clang)"

@@ -238,8 +238,8 @@ static void mruby_section(FILE *o)
         return;
     }
     fprintf(o, "\n## mruby on khashlite\n\nDebian's mruby 3.1 built from source: `stock`, and `khl` "
-               "with its instance-variable tables in one khashlite block and its method tables on "
-               "khashlite (mruby/README.md), on glibc "
+               "with its instance-variable tables and its method tables each in one khashlite "
+               "block (mruby/README.md), on glibc "
                "and on khl_pool. Instructions are cachegrind's count of one run (deterministic; "
                "ratios: this build's count over stock's on glibc, below 1 is fewer). Allocator calls "
                "and bytes are counted through mruby's allocf (khl-mrb-probe); seconds are medians "
@@ -276,6 +276,14 @@ static void mruby_section(FILE *o)
         snprintf(what, sizeof what, "bytes asked per object, %ld ivars: khl (stock %.0f B)", ks[i], st);
         target(o, what, val("mruby_obj", table, "khl", NULL, ks[i], "bytes_per_object"),
                ks[i] < 8 ? 64 : st, 0, " B");
+    }
+    static const long ms[] = {1, 20};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i) {
+        snprintf(table, sizeof table, "methods_%ld", ms[i]);
+        double st = val("mruby_cls", table, "stock", NULL, ms[i], "blocks_per_module");
+        snprintf(what, sizeof what, "method-table blocks per module, %ld method%s: khl (stock %.0f)", ms[i],
+                 ms[i] == 1 ? "" : "s", st);
+        target(o, what, val("mruby_cls", table, "khl", NULL, ms[i], "blocks_per_module"), 1, 0, "");
     }
     worst = NAN;
     for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {

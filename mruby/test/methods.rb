@@ -2,8 +2,9 @@
 # stock, khl and khl on khl_pool (the output must be identical).  Covers what
 # the method table does: growth to hundreds of methods, redefinition that
 # changes a C method into a Ruby one (the key's flags change), alias,
-# remove_method, undef_method, include and prepend (which share a module's
-# table), and dup/clone of classes (which copy it).
+# remove_method, undef_method, include and prepend (where include classes
+# read their module's table, and a prepend origin holds its class's), and
+# dup/clone of classes (which copy it).
 
 def show(label, list)
   puts "#{label}: #{list.map(&:to_s).sort.join(' ')}"
@@ -75,15 +76,32 @@ d = Dog.new
 puts "prepend: #{d.speak} #{d.sit} #{d.trick19}"
 show "dog methods", Dog.instance_methods(false)
 
+# A module prepended to after a class included it: its methods move to its
+# origin, where the class's include class still finds them.
+module Late
+  def late_m; "late"; end
+end
+class Holder; include Late; end
+module Shout; def late_m; super + "!"; end; end
+module Late
+  prepend Shout
+  def later; "later"; end
+end
+h = Holder.new
+puts "prepended after include: #{h.late_m} #{h.later} #{h.kind_of?(Late)} #{h.kind_of?(Shout)}"
+
 # dup and clone of classes copy the table; the copies are independent.
-# (Not of a prepended class: mruby 3.1's copy_class leaks a method table
-# there, on stock as on khl; see mruby/README.md.)
 c2 = Widget.dup
 c2.define_method(:extra) { :extra }
 c3 = Greeter.clone
 puts "dup: #{c2.new.witharg(5)} #{c2.new.extra} #{Widget.method_defined?(:extra)}"
 puts "clone: #{c3.instance_methods(false).size} #{c3.instance_method(:late7).name}"
 show "dup methods", c2.instance_methods(false)
+# A prepended class: stock mruby 3.1 leaks a method table here (on stock's
+# allocator: khl_pool is checked on khl only), the khl build does not
+# (mruby/README.md).
+c4 = Dog.clone
+puts "clone prepended: #{c4.new.speak} #{c4.new.sit} #{c4.new.trick3}"
 
 # Singleton methods and respond_to? on many objects.
 objs = (0...40).map do |i|
