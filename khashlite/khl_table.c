@@ -146,6 +146,10 @@ static int plan_regions(khl_plan_t *p, const khl_block_t *old, uint32_t nb, cons
     p->nb = nb;
     switch (t->layout) {
     case KHL_LAYOUT_SINGLE:
+        if (nb <= GROUP && t->small_bytes[khl_mask_lowest(nb)]) {
+            bytes[R_BLOCK] = t->small_bytes[khl_mask_lowest(nb)];
+            return 1;
+        }
         bytes[R_BLOCK] = block_bytes(single_header(nb), nb, t);
         return bytes[R_BLOCK] ? 1 : -1;
     case KHL_LAYOUT_SPLIT2:
@@ -487,9 +491,14 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
         return broken("shift does not match the bucket count", nb);
     if ((uintptr_t)pairs % pairs_align(nb, t))
         return broken("slots misaligned", 0);
-    if (t->layout == KHL_LAYOUT_SINGLE &&
-        t->first_bytes != block_bytes(single_header(t->first_buckets), t->first_buckets, t))
-        return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
+    if (t->layout == KHL_LAYOUT_SINGLE) {
+        uint32_t n;
+        if (t->first_bytes != block_bytes(single_header(t->first_buckets), t->first_buckets, t))
+            return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
+        for (n = 1; n <= GROUP; n *= 2)
+            if (t->small_bytes[log2_u32(n)] != block_bytes(single_header(n), n, t))
+                return broken("the type's one-group block sizes (KHL_I_SMALL_BYTES) are not khl_table.c's", n);
+    }
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
         if (c < KHL_CTRL_EMPTY) {

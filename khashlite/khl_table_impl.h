@@ -235,6 +235,10 @@ typedef struct khl_type {
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
     uint64_t (*hash)(const void *key);      /* khl_table_check only */
     size_t first_bytes;         /* KHL_I_SMALL_BYTES of first_buckets: a single layout's first block */
+    /* KHL_I_SMALL_BYTES of 1, 2, 4, 8 and 16 buckets: a single layout's
+     * one-group blocks, constants so that a small table's growth and free
+     * compute no layout (0: computed by khl_table.c). */
+    size_t small_bytes[5];
 } khl_type_t;
 
 /* --- type-independent operations (khl_table.c) ------------------------------ */
@@ -1048,7 +1052,9 @@ static inline uint64_t khl_mix(uint64_t hash)
         KHL_I_FIRST_BUCKETS(name),                                                  \
         khl_layout_##name,                                                          \
         khl_move_##name, khl_rehash_##name, khl_hashkey_##name,                     \
-        KHL_I_SMALL_BYTES(KHL_I_FIRST_BUCKETS(name), name)};                        \
+        KHL_I_SMALL_BYTES(KHL_I_FIRST_BUCKETS(name), name),                         \
+        {KHL_I_SMALL_BYTES(1u, name), KHL_I_SMALL_BYTES(2u, name), KHL_I_SMALL_BYTES(4u, name), \
+         KHL_I_SMALL_BYTES(8u, name), KHL_I_SMALL_BYTES(16u, name)}};               \
     SCOPE void khl_init_##name(khl_t_##name *h, alloc_t alloc_m)                    \
     {                                                                               \
         h->b = NULL;                                                                \

@@ -103,6 +103,9 @@ Test(core, first_blocks_fit_88_bytes)
     wrong.first_bytes += 8;
     cr_assert_eq(khl_table_check(a.b, &khl_type_c32), 0);
     cr_assert_eq(khl_table_check(a.b, &wrong), -1);
+    khl_type_t wrong_small = khl_type_c32;      /* a growth's block size, likewise */
+    wrong_small.small_bytes[3] += 8;
+    cr_assert_eq(khl_table_check(a.b, &wrong_small), -1);
     khl_destroy(c32, &a);
     khl_destroy(big, &b);
     khl_destroy(cs64, &c);
