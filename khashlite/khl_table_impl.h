@@ -1020,14 +1020,17 @@ static inline uint64_t khl_mix(uint64_t hash)
     }                                                                               \
     /* In place (hashbrown's way): every key to place is marked deleted; each */   \
     /* goes to the first free bucket of its walk, unless that is in its own */     \
-    /* group; a marked key found there swaps in and is placed next. */             \
+    /* group; a marked key found there swaps in and is placed next.  From the */   \
+    /* last bucket down: after a doubling (a resize), the keys of group g go */   \
+    /* to groups 2g and 2g+1, which the walk has emptied of their own keys */     \
+    /* already, so a key in its home group moves once and swaps with none. */     \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
         uint32_t i, nb = r->n_buckets;                                              \
         memset(khl_ovf_at(r->ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);                \
         for (i = 0; i < n_placed; ++i)                                              \
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
-        for (i = 0; i < n_placed; ++i) {                                            \
+        for (i = n_placed; i-- > 0;) {                                              \
             while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
                 uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));   \
                 uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash);            \
