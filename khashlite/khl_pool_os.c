@@ -94,9 +94,10 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
     *raw_size = khl_i_frame_cost(p, bytes);
     if (!*raw_size)
         return NULL;
-    p->sys_calls++;
     if (p->backing.fn) {
-        char *m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
+        char *m;
+        p->sys_calls++;
+        m = (char *)p->backing.fn(p->backing.ud, NULL, 0, *raw_size);
         if (!m)
             return NULL;
         *raw = m;
@@ -105,6 +106,7 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
         size_t len = *raw_size, map = len + align - p->page;
         char *m, *a = map_at_hint(p, len);
         if (!a) {
+            p->sys_calls++;
             m = (char *)mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED)
                 return NULL;
@@ -112,7 +114,7 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
             trim_slack(p, m, map, a, len);
         }
         /* The kernel places mappings downward: the frame below is likely free. */
-        p->map_hint = (uintptr_t)a > align_up(len, align) ? a - align_up(len, align) : NULL;
+        p->map_hint = (uintptr_t)a > align_up(len, align) ? (char *)((uintptr_t)a - align_up(len, align)) : NULL;
         *raw = a;
         return a;
     }
