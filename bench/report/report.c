@@ -294,7 +294,17 @@ static void mruby_section(FILE *o)
 
 /* Issue 21's targets: mruby with its whole allocator on khl_pool against
  * the same build on glibc, stock and khl alike, every script at least
- * 1.0x (mruby/bench.sh times all four in one interleaved run). */
+ * 1.0x.  mruby/bench.sh pairs the two runs of each repetition (ratio_vs_glibc);
+ * results from before it did are read as the ratio of the medians. */
+static double mruby_pool_ratio(const char *script, const char *layout, const row_t **paired)
+{
+    *paired = find("mruby_run", script, layout, "khl_pool", -1, "ratio_vs_glibc");
+    if (*paired)
+        return (*paired)->median;
+    return val("mruby_run", script, layout, "glibc", -1, "seconds") /
+           val("mruby_run", script, layout, "khl_pool", -1, "seconds");
+}
+
 static void mruby_pool_section(FILE *o)
 {
     static const char *const layouts[] = {"stock", "khl"};
@@ -302,14 +312,27 @@ static void mruby_pool_section(FILE *o)
     if (!find("mruby_run", NULL, NULL, "khl_pool", -1, "seconds"))
         return;
     fprintf(o, "\n### mruby on khl_pool\n\nThe whole interpreter's allocator (`mrb_open_allocf`) on "
-               "khl_pool against the same build on glibc: glibc seconds / khl_pool seconds, medians "
-               "of the interleaved runs above (above 1: the pool is faster).\n\n"
-               "| script | stock | khl |\n|---|---|---|\n");
+               "khl_pool against the same build on glibc: CPU seconds (user and system) on glibc / on khl_pool in the "
+               "same repetition (above 1: the pool is faster), median (min-max) over the repetitions "
+               "of the interleaved runs above, whose order rotates; then the instructions cachegrind "
+               "counts, on glibc / on khl_pool (above 1: fewer on the pool; the smaller sizes of the "
+               "instruction rows above).\n\n"
+               "| script | stock | khl | stock, instructions | khl, instructions |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
         fprintf(o, "| %s |", mruby_scripts[i]);
+        for (size_t l = 0; l < 2; ++l) {
+            const row_t *r;
+            double ratio = mruby_pool_ratio(mruby_scripts[i], layouts[l], &r);
+            if (r)
+                fprintf(o, " %.2f (%.2f-%.2f) |", ratio, r->min, r->max);
+            else if (isnan(ratio))
+                fprintf(o, " – |");
+            else
+                fprintf(o, " %.2f |", ratio);
+        }
         for (size_t l = 0; l < 2; ++l)
-            ratio_cell(o, val("mruby_run", mruby_scripts[i], layouts[l], "glibc", -1, "seconds"),
-                       val("mruby_run", mruby_scripts[i], layouts[l], "khl_pool", -1, "seconds"));
+            ratio_cell(o, val("mruby_instr", mruby_scripts[i], layouts[l], "glibc", -1, "instructions"),
+                       val("mruby_instr", mruby_scripts[i], layouts[l], "khl_pool", -1, "instructions"));
         fputc('\n', o);
     }
     fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
@@ -317,10 +340,10 @@ static void mruby_pool_section(FILE *o)
         double worst = NAN;
         const char *worst_name = "";
         for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
-            double g = val("mruby_run", mruby_scripts[i], layouts[l], "glibc", -1, "seconds");
-            double r = g / val("mruby_run", mruby_scripts[i], layouts[l], "khl_pool", -1, "seconds");
-            if (!isnan(r) && (isnan(worst) || r < worst)) {
-                worst = r;
+            const row_t *r;
+            double ratio = mruby_pool_ratio(mruby_scripts[i], layouts[l], &r);
+            if (!isnan(ratio) && (isnan(worst) || ratio < worst)) {
+                worst = ratio;
                 worst_name = mruby_scripts[i];
             }
         }
