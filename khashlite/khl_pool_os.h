@@ -98,7 +98,8 @@ struct khl_pool {
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
     int prefault;                 /* 1 unless lazy_pages (see khl_pool_class.c) */
-    char *map_hint;               /* where the next frame is likely free (frame_alloc) */
+    char *map_last, *map_above;   /* the last frame mapped, and its end (map_at_hint) */
+    int map_up;                   /* 1: mappings are placed upward, as under valgrind */
     size_t limit;                 /* limit_bytes; 0: none */
     size_t phys;                  /* physical memory, SIZE_MAX when unknown */
     khl_allocator_t backing;      /* fn NULL: mmap */
