@@ -147,7 +147,13 @@ static inline int host_finish(host_t *h, int status)
     double secs = host_now() - h->t0;
     khl_pool_stats_t ps;
     struct rusage ru;
-    long rss = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;   /* Linux: KiB */
+    int have_ru = getrusage(RUSAGE_SELF, &ru) == 0;
+    long rss = have_ru ? ru.ru_maxrss : -1;   /* Linux: KiB */
+    /* The process's CPU time, user and system: unlike `secs`, it leaves out
+     * the time the process waited for a CPU on a loaded machine. */
+    double cpu = have_ru ? (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6
+                         : -1.0;
     memset(&ps, 0, sizeof ps);
     fflush(stdout);
     if (h->pool) {
@@ -165,9 +171,9 @@ static inline int host_finish(host_t *h, int status)
                         : h->mode == HOST_POOL ? "khl_pool" : "khl_pool_reserved";
     if (h->stats)
         fprintf(stderr,
-                "[%s] alloc=%s seconds=%.3f peak_rss_kb=%ld pool_in_use_bytes=%zu "
+                "[%s] alloc=%s seconds=%.3f cpu_seconds=%.4f peak_rss_kb=%ld pool_in_use_bytes=%zu "
                 "pool_peak_bytes=%zu pool_system_bytes=%zu pool_allocs=%llu pool_frees=%llu\n",
-                h->prog, alloc, secs, rss, ps.in_use_bytes, ps.peak_bytes, ps.system_bytes,
+                h->prog, alloc, secs, cpu, rss, ps.in_use_bytes, ps.peak_bytes, ps.system_bytes,
                 (unsigned long long)ps.allocs, (unsigned long long)ps.frees);
     if (h->csv && status == 0) {
         host_csv_row(h, alloc, "seconds", secs);

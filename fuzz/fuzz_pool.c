@@ -8,7 +8,9 @@
  * (checked mode, thread-safe mode, small max_small and chunk_bytes, a
  * thread_keep_bytes of 1, a large_max of 64 KiB so that most large blocks
  * are huge and go through the kept mappings, a limit_bytes of 4 MiB so
- * that arenas are cut to size and kept memory is given back under it). */
+ * that arenas are cut to size and kept memory is given back under it, and
+ * no backing allocator: mmap, whose chunks' pages a plain or checked pool
+ * faults a step at a time ahead of its bump pointer; no call fails then). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opt.large_max = 65536;
     if (data[0] & 32)
         opt.limit_bytes = (size_t)4 << 20;
+    if (data[0] & 64)
+        opt.backing = NULL;
     khl_pool_t *p = khl_pool_new(&opt);
     if (!p) {
         check_alloc_fini(&bk);

@@ -32,9 +32,8 @@
  * they hand out; allocation prefetches the block it will hand out next.
  * With no free block a class bumps a pointer through the never-used part of
  * its current chunk, so taking a new chunk never costs a pass over its
- * blocks: one mmap and, for classes of small blocks, one call that faults
- * its pages in at once (lazy_pages), so that the allocations after it never
- * stop on a page fault.
+ * blocks: one mmap.  Its pages come in a few at a time ahead of the bump
+ * pointer (unless lazy_pages), so that no allocation waits for a page fault.
  * Larger requests up to large_max (default 4 MiB) are spans: runs of
  * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
  * with a header at its first window that records the size, so unsized
@@ -124,20 +123,19 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * khl_pool_trim, so a caller that wants them counted off trims and
      * retries. */
     int    lazy_pages;       /* 1: never pre-fault a chunk; its pages fault in as its blocks are first written */
-    /* By default (0) a chunk the pool maps itself (no backing allocator)
-     * for a class of which it holds at least 1024 blocks (with the default
-     * 128 KiB chunks: requests up to 128 B) has all its pages faulted in by
-     * the call that takes it, in one system call (MADV_POPULATE_WRITE; a
-     * touch per page on kernels before 5.14), and no later allocation of
-     * it waits for a page fault.  That call costs about 2 us per 4 KiB page
-     * (60 us per 128 KiB chunk on the VM measured: bench/programs/fastmm.c,
-     * pool_latency), once per 1024 or more allocations, so the 99.9th
-     * percentile of 100 B allocations stays at the fast path's.  Larger
-     * blocks would bring the chunk-taking call every few dozen allocations
-     * with the faults of all of them, a worse tail than one fault per page,
-     * so their chunks, and chunks over 128 KiB, always fault page by page;
-     * khl_pool_reserve keeps every fault and system call out of the
-     * allocations it covers. */
+    /* By default (0), a chunk the pool maps itself (no backing allocator)
+     * has its pages faulted in 16 KiB at a time ahead of the bump pointer,
+     * each step in one system call (MADV_POPULATE_WRITE; a touch per page
+     * on kernels before 5.14) by the allocation that reaches it, so no
+     * allocation waits for a page fault.  A step (4 pages: 4-8 us on the VM
+     * measured, bench/programs/fastmm.c, pool_latency) costs less than one
+     * trapped first-write fault (10-15 us there), which is what glibc's
+     * allocations pay; the call that takes a chunk faults the first step.
+     * Thread-safe pools hand a thread a chunk's whole never-used run, so
+     * they fault a chunk at once when they take it, for classes of at
+     * least 1024 blocks per chunk (128 KiB chunks: up to 128 B), and page
+     * by page otherwise.  khl_pool_reserve keeps every fault and system
+     * call out of the allocations it covers. */
     size_t thread_keep_bytes; /* thread-safe pools: freed bytes a thread keeps for itself; 0: KHL_POOL_DEFAULT_THREAD_KEEP_BYTES */
     /* A thread's frees go to its own cache; each full batch stays there,
      * for that thread's next allocations, while the batches it keeps hold

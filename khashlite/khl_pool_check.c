@@ -178,7 +178,10 @@ static int chunks_ok(const khl_pool_t *p, unsigned ci, class_totals_t *tot, size
     tot->chunks += n;
     if (c->cur && !cur_seen)
         return broken("class %u: current chunk %p not among the class's chunks", ci, (const void *)c->cur);
-    if (c->cur ? c->end != c->cur->slots + cap * c->size : c->bump || c->end)
+    /* end may stop short of the chunk's slots, where their pages do (steps of faults). */
+    if (c->cur ? c->end < c->bump || c->end > c->cur->slots + cap * c->size ||
+                     (size_t)(c->end - c->cur->slots) % c->size
+               : c->bump || c->end)
         return broken("class %u: bump range %p..%p does not match the current chunk", ci,
                       (const void *)c->bump, (const void *)c->end);
     if (carved != c->carved)

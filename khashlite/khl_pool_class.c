@@ -46,34 +46,80 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
     p->nchunks++;
 }
 
-/* Pre-faulting a chunk when it is taken (khl_i_frame_prefault) moves every
- * page fault of the allocations that bump through it into that one call.
- * It pays where the chunk serves at least PREFAULT_MIN_BLOCKS allocations:
- * then at most one call in 1024 of the class waits, so the 99.9th
- * percentile never does.  For larger blocks the chunk-taking call would
- * come every few dozen calls and carry the faults of all of them, a worse
- * tail than one fault per page; and a step larger than PREFAULT_MAX_BYTES
- * would cost over 100 us.  Those chunks fault page by page, as lazy_pages
- * makes every chunk do. */
+/* When the pages of a chunk the pool mapped come in.  A first write's page
+ * fault traps into the kernel, 2-19 us a page on the VMs measured (about
+ * 10 us on the last), while MADV_POPULATE_WRITE maps pages for 1-1.5 us
+ * each: 4 pages in one call took 3.6 us, less than one trapped fault.
+ * Pre-faulting a whole 128 KiB chunk in the call that takes it (as the pool
+ * did) put 32 pages, 40-50 us, into one call and left the pool's p99.9 and
+ * maximum behind glibc's, which faults lazily.  So a plain or checked pool
+ * faults a chunk's pages FAULT_STEP_BYTES at a time, ahead of its bump
+ * pointer: c->end stops at the last slot whose pages are in, and the call
+ * that reaches it faults the next step (cls_fault_ahead), one call in
+ * FAULT_STEP_BYTES / size, none slower than a single trapped fault.  The
+ * inline fast path is unchanged: it already leaves at c->end.
+ * A thread-safe pool hands a thread a chunk's whole never-used run at once
+ * (khl_pool_thread.c says why), so it keeps pre-faulting the chunk when it is
+ * taken, where that pays: a chunk of at least PREFAULT_MIN_BLOCKS blocks
+ * and at most PREFAULT_MAX_BYTES (otherwise that one call would come every
+ * few dozen allocations, or cost over 100 us).  With lazy_pages or a
+ * backing allocator every page faults at its first write. */
+#define FAULT_STEP_BYTES ((size_t)16 * 1024)
 #define PREFAULT_MIN_BLOCKS 1024u
 #define PREFAULT_MAX_BYTES ((size_t)128 * 1024)
 
-static int prefaults(const khl_pool_t *p, unsigned c)
+static int steps_faults(const khl_pool_t *p)
 {
-    return p->prefault && p->chunk_bytes <= PREFAULT_MAX_BYTES &&
+    return p->prefault && !p->backing.fn && !(p->flags & F_THREADS);
+}
+
+static int prefaults_chunk(const khl_pool_t *p, unsigned c)
+{
+    return p->prefault && (p->flags & F_THREADS) && p->chunk_bytes <= PREFAULT_MAX_BYTES &&
            p->chunk_bytes / p->cls[c].size >= PREFAULT_MIN_BLOCKS;
 }
 
-static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c)
+static char *slots_end(const khl_pool_chunk_t *k)
 {
-    khl_pool_chunk_t *k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p));
-    if (k && prefaults(p, c) && khl_i_frame_prefault(p, k) < 0) {
-        khl_i_frame_release(p, k);
-        return NULL;
+    return k->slots + k->cap * k->size;
+}
+
+/* The end of k's last slot below `faulted`, where the pages stop. */
+static char *slots_below(const khl_pool_chunk_t *k, const char *faulted)
+{
+    if (faulted >= slots_end(k))
+        return slots_end(k);
+    return k->slots + (faulted > k->slots ? (size_t)(faulted - k->slots) / k->size * k->size : 0);
+}
+
+/* Where the step of a chunk's pages from offset `from` ends, as an offset:
+ * FAULT_STEP_BYTES further, and at least to `least`, the end of the next
+ * slot; at most the frame's end. */
+static size_t fault_step_end(const khl_pool_t *p, size_t from, size_t least)
+{
+    size_t to = from + FAULT_STEP_BYTES;
+    if (to < least)
+        to = least;
+    to = (size_t)align_up(to, p->page);
+    return to < p->chunk_bytes ? to : p->chunk_bytes;
+}
+
+/* A new chunk of class c, its pages in up to *faulted. */
+static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c, char **faulted)
+{
+    size_t first = 0, off;
+    khl_pool_chunk_t *k;
+    if (steps_faults(p)) {
+        khl_i_chunk_layout(p, c, &off);
+        first = fault_step_end(p, 0, off + p->cls[c].size);
+    } else if (prefaults_chunk(p, c)) {
+        first = p->chunk_bytes;
     }
+    k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p), first);
     if (k) {
         chunk_init(p, k, c);
         khl_i_large_shed(p);   /* the limit may have counted on kept large memory */
+        *faulted = (char *)k + (steps_faults(p) ? first : p->chunk_bytes);
     }
     return k;
 }
@@ -114,8 +160,8 @@ size_t khl_i_cls_ready(const khl_pool_class_t *c)
     return khl_i_cls_nfree(c) + bump_left(c) + c->fresh_slots;
 }
 
-/* Makes k the chunk the class bumps through. */
-static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k)
+/* Makes k the chunk the class bumps through, its pages in up to `faulted`. */
+static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k, const char *faulted)
 {
     if (c->cur) {
         c->cur->bump = c->bump;
@@ -123,7 +169,21 @@ static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k)
     }
     c->cur = k;
     c->bump = k ? k->bump : NULL;
-    c->end = k ? k->slots + k->cap * k->size : NULL;
+    c->end = k ? slots_below(k, faulted) : NULL;
+}
+
+/* The current chunk's next step of pages, when its bump pointer has reached
+ * the last faulted slot.  -1 when the memory cannot be had: as for mmap, the
+ * allocation fails and the pool is as it was. */
+static int cls_fault_ahead(khl_pool_t *p, khl_pool_class_t *c)
+{
+    char *k = (char *)c->cur;
+    size_t from = (size_t)align_up((uintptr_t)(c->end - k), p->page);
+    size_t to = fault_step_end(p, from, (size_t)(c->end - k) + c->size);
+    if (khl_i_pages_prefault(p, k + from, k + to) < 0)
+        return -1;
+    c->end = slots_below(c->cur, k + to);
+    return 0;
 }
 
 /* The class's free blocks as they stand, for a walk that may rebuild them:
@@ -213,15 +273,19 @@ int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys)
 {
     khl_pool_class_t *c = &p->cls[ci];
     khl_pool_chunk_t *k = c->fresh;
+    char *faulted;
     if (c->bump != c->end)
         return 0;
+    if (c->cur && c->end != slots_end(c->cur))
+        return cls_fault_ahead(p, c);
     if (k) {
         c->fresh = k->fresh_next;
         c->fresh_slots -= k->cap;
-    } else if (!sys || !(k = chunk_new(p, ci))) {
+        faulted = slots_end(k);   /* the reserve touched every page */
+    } else if (!sys || !(k = chunk_new(p, ci, &faulted))) {
         return -1;
     }
-    cls_set_cur(c, k);
+    cls_set_cur(c, k, faulted);
     return 0;
 }
 
@@ -243,12 +307,15 @@ void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys)
 /* ------------------------------------------------------------------------ */
 /* Reserve and trim                                                          */
 
-/* Write one byte per page so the first allocations do not fault. */
+/* Write one byte in every page from..to overlaps (never-used slots only, so
+ * no other byte is written), so the first allocations do not fault. */
 static void touch(const khl_pool_t *p, char *from, char *to)
 {
     volatile char *q;
     for (q = from; q < (volatile char *)to; q += p->page)
         *q = 0;
+    if (to > from)
+        *(volatile char *)(to - 1) = 0;
 }
 
 /* Every chunk a reserve needs is taken, and the index made room for them,
@@ -269,7 +336,7 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
      * the machine has, would not fail but wake the kernel's OOM killer. */
     if (nk && (nk > SIZE_MAX / cost || !within_limit(p, nk * cost) || nk * cost > p->phys))
         return -1;
-    for (i = 0; i < nk && (k = khl_i_frame_take(p, p->chunk_bytes, chunk_kind(p))) != NULL; i++) {
+    for (i = 0; i < nk && (k = khl_i_frame_take(p, p->chunk_bytes, chunk_kind(p), 0)) != NULL; i++) {
         k->fresh_next = added;
         added = k;
     }
@@ -295,8 +362,14 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
     in_bump = need > nfree ? need - nfree : 0;
     if (in_bump > bump_left(c))
         in_bump = bump_left(c);
-    if (in_bump)
-        touch(p, c->bump, c->bump + in_bump * c->size);
+    if (in_bump) {
+        char *to = c->bump + in_bump * c->size, *faulted;
+        touch(p, c->bump, to);
+        /* Bumping through them must not stop to fault the next step. */
+        faulted = slots_below(c->cur, (char *)align_up((uintptr_t)to, p->page));
+        if (faulted > c->end)
+            c->end = faulted;
+    }
     c->reserve_until = done + need;
     return 0;
 }

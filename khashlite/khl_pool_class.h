@@ -20,9 +20,11 @@ static inline size_t class_size(unsigned c)
     return ((size_t)1 << g) + (size_t)((c - 8u) % 4u + 1u) * ((size_t)1 << (g - 2u));
 }
 
+/* Never-used slots of the current chunk, to its end (c->end may stop
+ * before, where the pages faulted so far do). */
 static inline size_t bump_left(const khl_pool_class_t *c)
 {
-    return c->bump == c->end ? 0 : (size_t)(c->end - c->bump) / c->size;
+    return c->cur ? c->cur->cap - (size_t)(c->bump - c->cur->slots) / c->size : 0;
 }
 
 /* The bundles (see khl_pool_class_t). */

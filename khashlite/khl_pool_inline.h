@@ -91,7 +91,7 @@ typedef struct khl_pool_class {
     KHL_ALIGN64 void **top; /* next unused entry of the current bundle */
     char *bump;                   /* never-used slots of `cur`, up to end */
     void **base;                  /* first entry of the current bundle */
-    char *end;
+    char *end;                    /* of the slots whose pages are in */
     void **lim;                   /* one past its last entry */
     size_t size;
     /* Blocks that left and came back to this class: the number of free

@@ -73,8 +73,11 @@
  *   nempty   = |arenas with used == 0| <= KEEP_EMPTY_ARENAS after any call
  * A chunk of class c holds cap slots of c.size bytes from `slots`; slots
  * below its bump pointer were handed out at least once, the rest never were.
- * For the class's current chunk (c.cur) the bump pointer is c.bump, c.end is
- * its slots' end; other chunks keep theirs in chunk.bump.
+ * For the class's current chunk (c.cur) the bump pointer is c.bump, and
+ *   c.bump <= c.end <= its slots' end,  (c.end - slots) % c.size = 0
+ * where c.end stops before the slots' end at the pages faulted so far (a
+ * plain or checked pool faults them a step at a time); other chunks keep
+ * their bump pointer in chunk.bump.
  *
  * Free blocks.  Class c's free blocks are the entries of its bundles (the
  * root array in the class record, then block bundles linked through their

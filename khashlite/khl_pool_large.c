@@ -275,7 +275,7 @@ static void *huge_alloc(khl_pool_t *p, size_t n)
         cache_drop(p, k);
         khl_i_index_add(p, (uintptr_t)k);
     } else {
-        if (!(k = khl_i_frame_new(p, FRAME_HEADER_BYTES + n, KIND_LARGE)))
+        if (!(k = khl_i_frame_new(p, FRAME_HEADER_BYTES + n, KIND_LARGE, 0)))
             return NULL;
         khl_i_large_shed(p);
     }

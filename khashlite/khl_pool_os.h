@@ -97,7 +97,9 @@ struct khl_pool {
      * thread's cache (locked paths, and the counts of exited threads). */
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
-    int prefault;                 /* 1 unless lazy_pages (see chunk_new) */
+    int prefault;                 /* 1 unless lazy_pages (see khl_pool_class.c) */
+    char *map_last, *map_above;   /* the last frame mapped, and its end (map_at_hint) */
+    int map_up;                   /* 1: mappings are placed upward, as under valgrind */
     size_t limit;                 /* limit_bytes; 0: none */
     size_t phys;                  /* physical memory, SIZE_MAX when unknown */
     khl_allocator_t backing;      /* fn NULL: mmap */
@@ -203,11 +205,11 @@ KHL_HIDDEN size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes);
 KHL_HIDDEN void khl_i_frame_free(khl_pool_t *p, void *raw, size_t raw_size);
 KHL_HIDDEN int khl_i_index_has(const khl_pool_t *p, uintptr_t key);
 KHL_HIDDEN int khl_i_index_make_room(khl_pool_t *p, size_t n);
-KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind);
+KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint32_t kind, size_t faulted);
 KHL_HIDDEN void khl_i_frame_adopt(khl_pool_t *p, khl_pool_chunk_t *k);
-KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind);
+KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind, size_t faulted);
 KHL_HIDDEN void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k);
-KHL_HIDDEN int khl_i_frame_prefault(khl_pool_t *p, khl_pool_chunk_t *k);
+KHL_HIDDEN int khl_i_pages_prefault(khl_pool_t *p, char *from, char *to);
 KHL_HIDDEN char *khl_i_region_take(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size);
 KHL_HIDDEN void khl_i_index_add(khl_pool_t *p, uintptr_t key);
 KHL_HIDDEN void khl_i_index_remove(khl_pool_t *p, uintptr_t key);

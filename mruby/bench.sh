@@ -7,9 +7,12 @@
 # and appends rows in bench/harness/bench.h's columns to CSV:
 #   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
 #              n = size: seconds and peak_rss_kb (median, min, max of the
-#              repetitions, the four variants interleaved), ratio_vs_stock
-#              (stock's median seconds / this one's: above 1 is faster), and
-#              allocf_calls (allocating calls over one run, through khl-mrb-probe)
+#              repetitions, the four variants interleaved, their order
+#              rotated), ratio_vs_stock (stock's median seconds / this one's:
+#              above 1 is faster), ratio_vs_glibc for khl_pool (the same
+#              build's CPU seconds on glibc / on khl_pool, paired by
+#              repetition: median, min, max), and allocf_calls (allocating calls over one
+#              run, through khl-mrb-probe)
 #   mruby_instr table = script, layout, allocator, n = size: instructions
 #              (cachegrind, one run) and ratio_vs_stock (this build's count /
 #              stock's on glibc: below 1 is fewer)
@@ -19,7 +22,8 @@
 #              method table of a module with M methods (mruby/test/per_class.rb)
 # Runs only when `make mruby` has been run (build/mruby/host-khl exists):
 # fetching and building mruby takes minutes, so `make bench` does not do it.
-# MODE: standard (5 repetitions, about 80 s), full (9), smoke (1, tiny sizes).
+# MODE: standard (5 repetitions, 8 for a script under 0.5 s), full (9, 14),
+# smoke (1, tiny sizes).
 # Exits non-zero when a run fails or the builds' outputs differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,16 +79,38 @@ for s in "${scripts[@]}"; do
     read -r path scale n <<<"$s"
     name=$(basename "$path" .rb)
     [ "$scale" = - ] && scale=
-    echo "[mruby] $name, $reps x ${#variants[@]} variants, $(( $(date +%s) - start )) s" >&2
-    for ((r = 0; r < reps; r++)); do
-        for v in "${variants[@]}"; do
+    echo "[mruby] $name, $reps x ${#variants[@]} variants (8/5 as many under 0.5 s), $(( $(date +%s) - start )) s" >&2
+    # Each repetition runs the four variants in an order rotated by one
+    # (stock on glibc first in the first, the output the others must match),
+    # so that no variant always follows the same one; a script under half a
+    # second gets 8/5 of the repetitions (8 in standard mode, about 25 s
+    # more in all): at 0.1-0.4 s a run on a shared machine moves by 30% and
+    # more.
+    nreps=$reps
+    for ((r = 0; r < nreps; r++)); do
+        for ((i = 0; i < ${#variants[@]}; i++)); do
+            v=${variants[(i + r) % ${#variants[@]}]}
             read -r layout bin alloc flag <<<"$v"
             key=$layout-$alloc
             KHL_SCALE=$scale "$M/$bin" "$flag" --stats "$path" > "$tmp/out.$key" 2> "$tmp/err"
             sed -n 's/.* seconds=\([0-9.]*\) .*/\1/p' "$tmp/err" >> "$tmp/sec.$key"
+            sed -n 's/.* cpu_seconds=\([0-9.]*\) .*/\1/p' "$tmp/err" >> "$tmp/cpu.$key"
             sed -n 's/.* peak_rss_kb=\([0-9]*\) .*/\1/p' "$tmp/err" >> "$tmp/rss.$key"
             cmp -s "$tmp/out.stock-glibc" "$tmp/out.$key" || { echo "[mruby] $name: $key output differs from stock" >&2; exit 1; }
         done
+        if [ "$r" = 0 ] && awk -v s="$(head -n 1 "$tmp/sec.stock-glibc")" 'BEGIN {exit !(s < 0.5)}'; then
+            nreps=$((reps * 8 / 5))
+        fi
+    done
+    # A build on khl_pool against the same build on glibc, repetition by
+    # repetition (the two ran in the same round): the median of those
+    # ratios, not a ratio of medians taken apart.  CPU seconds (user and
+    # system: the pool's system calls and page faults count), since on a
+    # loaded 2-core machine a run's wall time also holds its waits for a CPU.
+    for layout in stock khl; do
+        paste "$tmp/cpu.$layout-glibc" "$tmp/cpu.$layout-khl_pool" | awk '{print $1 / $2}' > "$tmp/paired"
+        read -r pmed pmn pmx cnt <<<"$(stat "$tmp/paired")"
+        row mruby_run "$name" "$layout" khl_pool "$n" ratio_vs_glibc "$pmed" "$pmn" "$pmx" "$cnt"
     done
     read -r base _ <<<"$(stat "$tmp/sec.stock-glibc")"
     for v in "${variants[@]}"; do
@@ -96,7 +122,7 @@ for s in "${scripts[@]}"; do
         row mruby_run "$name" "$layout" "$alloc" "$n" peak_rss_kb "$rmed" "$rmn" "$rmx" "$cnt"
         ratio=$(awk -v a="$base" -v b="$med" 'BEGIN {printf "%.4g", a / b}')
         row mruby_run "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$ratio" "$ratio" "$ratio" "$cnt"
-        rm -f "$tmp/sec.$key" "$tmp/rss.$key"
+        rm -f "$tmp/sec.$key" "$tmp/cpu.$key" "$tmp/rss.$key"
     done
     for layout in stock khl; do
         KHL_SCALE=$scale "$M/probe-$layout" "$path" > /dev/null 2> "$tmp/err"

@@ -1,8 +1,11 @@
-/* test_pool_prefault.c: a chunk of small blocks has every page resident
- * once the call that took it returns (so no later allocation of it waits
- * for a page fault); with lazy_pages, or for classes of few blocks per
- * chunk, pages come in only as blocks are written.  Residency is read with
- * mincore(2). */
+/* test_pool_prefault.c: when a chunk's pages come in.  A plain pool faults
+ * them a step (16 KiB) at a time ahead of its bump pointer: the call that
+ * takes a chunk faults only the first step, and every block is resident
+ * before its first write, whatever its class (so no allocation waits for a
+ * trapped page fault).  A thread-safe pool faults a chunk of small blocks
+ * whole when it takes it; with lazy_pages pages come in only as blocks are
+ * written; a reserve's allocations make no system call.  Residency is read
+ * with mincore(2). */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -13,11 +16,17 @@
 #include "khashlite/khl_pool.h"
 
 #define CHUNK KHL_POOL_DEFAULT_CHUNK_BYTES
+#define STEP ((size_t)16 * 1024)
+
+static size_t page_size(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
 
 /* Resident pages of the default-sized chunk holding b. */
 static size_t resident_pages(const void *b)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = CHUNK / page, r = 0;
+    size_t n = CHUNK / page_size(), r = 0;
     unsigned char vec[CHUNK / 4096];
     cr_assert_leq(n, sizeof vec);
     void *chunk = (void *)((uintptr_t)b & ~(uintptr_t)(CHUNK - 1));
@@ -27,40 +36,170 @@ static size_t resident_pages(const void *b)
     return r;
 }
 
-/* Allocates one block of n bytes from a new pool and checks its chunk's
- * residency: every page (whole = 1) or fewer than half. */
-static void first_block_resident(int lazy, size_t n, int whole)
+/* Whether every page of b..b+n is resident. */
+static int resident(const void *b, size_t n)
 {
-    size_t all = CHUNK / (size_t)sysconf(_SC_PAGESIZE);
+    size_t page = page_size();
+    uintptr_t from = (uintptr_t)b & ~(uintptr_t)(page - 1);
+    unsigned char vec[8];
+    size_t pages = ((uintptr_t)b + n - from + page - 1) / page;
+    cr_assert_leq(pages, sizeof vec);
+    cr_assert_eq(mincore((void *)from, pages * page, vec), 0);
+    for (size_t i = 0; i < pages; i++)
+        if (!(vec[i] & 1))
+            return 0;
+    return 1;
+}
+
+static khl_pool_t *new_pool(int lazy, int thread_safe)
+{
     khl_pool_options_t o;
     memset(&o, 0, sizeof o);
     o.lazy_pages = lazy;
+    o.thread_safe = thread_safe;
     khl_pool_t *p = khl_pool_new(&o);
     cr_assert_not_null(p);
+    return p;
+}
+
+/* Allocates one block of n bytes from a new pool and returns how many pages
+ * of its chunk are resident. */
+static size_t first_block_resident(int lazy, int thread_safe, size_t n)
+{
+    khl_pool_t *p = new_pool(lazy, thread_safe);
     void *b = khl_pool_alloc(p, n);
     cr_assert_not_null(b);
     size_t r = resident_pages(b);
-    if (whole)
-        cr_assert_eq(r, all, "%zu B, lazy %d: %zu of %zu pages resident", n, lazy, r, all);
-    else
-        cr_assert_lt(r, all / 2, "%zu B, lazy %d: %zu of %zu pages resident", n, lazy, r, all);
     khl_pool_free(p, b, n);
+    khl_pool_destroy(p);
+    return r;
+}
+
+/* Before, the call that took a chunk of 100 B blocks faulted all 32 of its
+ * pages (40-50 us in one call); now only the first step. */
+Test(pool_prefault, taking_a_chunk_faults_only_its_first_step)
+{
+    size_t r = first_block_resident(0, 0, 100);
+    cr_assert_geq(r, 1);
+    cr_assert_leq(r, STEP / page_size() + 1, "%zu pages resident", r);
+}
+
+/* Every block a plain pool hands out by bumping is resident before it is
+ * written, in small classes and large ones (whose chunks used to fault
+ * page by page).  A step is one
+ * system call per 16 KiB (or per block, for larger ones), besides the few a
+ * chunk take makes. */
+static void blocks_resident_before_written(size_t n)
+{
+    khl_pool_t *p = new_pool(0, 0);
+    size_t count = 4 * (CHUNK / n), calls_before;
+    void **v = malloc(count * sizeof *v);
+    khl_pool_stats_t st;
+    cr_assert_not_null(v);
+    khl_pool_stats(p, &st);
+    calls_before = (size_t)st.system_calls;
+    for (size_t i = 0; i < count; i++) {
+        v[i] = khl_pool_alloc(p, n);
+        cr_assert_not_null(v[i]);
+        cr_assert(resident(v[i], n), "%zu B, block %zu: not resident when handed out", n, i);
+        memset(v[i], 1, n);
+    }
+    khl_pool_stats(p, &st);
+    size_t steps = (count * n + STEP - 1) / STEP, chunks = count / (CHUNK / n) + 1;
+    cr_assert_leq((size_t)st.system_calls - calls_before, steps + 4 * chunks + 4,
+                  "%zu B: %zu system calls for %zu blocks", n, (size_t)st.system_calls - calls_before, count);
+    cr_assert_eq(khl_pool_check(p), 0);
+    for (size_t i = 0; i < count; i++)
+        khl_pool_free(p, v[i], n);
+    free(v);
     khl_pool_destroy(p);
 }
 
-Test(pool_prefault, a_small_class_chunk_is_resident_when_taken)
+Test(pool_prefault, small_blocks_are_resident_before_written)
 {
-    first_block_resident(0, 100, 1);
+    blocks_resident_before_written(100);
+}
+
+Test(pool_prefault, blocks_of_a_page_are_resident_before_written)
+{
+    blocks_resident_before_written(4096);
+}
+
+Test(pool_prefault, blocks_larger_than_a_step_are_resident_before_written)
+{
+    blocks_resident_before_written(16384);
 }
 
 Test(pool_prefault, lazy_pages_leave_the_pages_to_the_writes)
 {
-    first_block_resident(1, 100, 0);
+    cr_assert_lt(first_block_resident(1, 0, 100), CHUNK / page_size() / 2);
 }
 
-/* 4 KiB blocks: 31 per chunk, so the chunk is taken every 31 calls; its
- * pages fault one by one instead. */
-Test(pool_prefault, a_class_of_few_blocks_per_chunk_is_not_prefaulted)
+/* A thread hands out a chunk's whole never-used run: the chunk is faulted
+ * when taken for classes of many blocks, page by page for the others. */
+Test(pool_prefault, a_thread_safe_pool_faults_a_small_class_chunk_when_taken)
 {
-    first_block_resident(0, 4096, 0);
+    cr_assert_eq(first_block_resident(0, 1, 100), CHUNK / page_size());
+    cr_assert_lt(first_block_resident(0, 1, 4096), CHUNK / page_size() / 2);
+}
+
+/* The reserve touched the pages, so bumping through them must not stop for
+ * a fault step: its allocations make no system call. */
+static void reserve_makes_no_system_call(int prime)
+{
+    khl_pool_t *p = new_pool(0, 0);
+    enum { COUNT = 3000 };
+    static void *v[COUNT];
+    khl_pool_stats_t st;
+    uint64_t calls;
+    void *first = NULL;
+    if (prime)   /* a current chunk with some never-used slots faulted, most not */
+        cr_assert_not_null(first = khl_pool_alloc(p, 100));
+    cr_assert_eq(khl_pool_reserve(p, 100, COUNT), 0);
+    khl_pool_stats(p, &st);
+    calls = st.system_calls;
+    for (size_t i = 0; i < COUNT; i++)
+        cr_assert_not_null(v[i] = khl_pool_alloc(p, 100));
+    khl_pool_stats(p, &st);
+    cr_assert_eq(st.system_calls, calls, "%llu system calls within the reserve",
+                 (unsigned long long)(st.system_calls - calls));
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_prefault, a_reserve_on_a_fresh_pool_makes_no_system_call)
+{
+    reserve_makes_no_system_call(0);
+}
+
+Test(pool_prefault, a_reserve_in_a_partly_faulted_chunk_makes_no_system_call)
+{
+    reserve_makes_no_system_call(1);
+}
+
+/* A chunk is mapped where the room below the last mapping is free, in one
+ * mmap, and its first step faulted in one more call: two system calls,
+ * where over-mapping and unmapping the alignment slack took three or four
+ * (the kernel may have other mappings there now and then, so the best of
+ * eight takes is asserted). */
+Test(pool_prefault, a_chunk_take_is_one_mapping_and_one_step)
+{
+    khl_pool_t *p = new_pool(0, 0);
+    khl_pool_stats_t st;
+    uint64_t best = UINT64_MAX;
+    size_t chunks;
+    khl_pool_stats(p, &st);
+    chunks = st.chunks;
+    for (int takes = 0; takes < 8;) {
+        uint64_t calls = st.system_calls;
+        cr_assert_not_null(khl_pool_alloc(p, 100));
+        khl_pool_stats(p, &st);
+        if (st.chunks != chunks) {
+            if (takes++ && st.system_calls - calls < best)   /* the first has no neighbour yet */
+                best = st.system_calls - calls;
+            chunks = st.chunks;
+        }
+    }
+    cr_assert_leq(best, 2, "the cheapest chunk take made %llu system calls", (unsigned long long)best);
+    khl_pool_destroy(p);
 }

@@ -379,15 +379,18 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
  * page fault if there is one) take?  200,000 allocations of 100 B, and of
  * sizes drawn uniformly from 16 B to 4 KiB (one fixed sequence for every
  * contender), each run on a new pool, the mallocs' blocks freed between
- * runs.  khl_pool pre-faults each chunk it takes (the default);
- * khl_pool_lazy has lazy_pages = 1, each page faulted by its first write,
- * as before; khl_pool_reserved reserved the 100 B blocks first (untimed).
+ * runs.  khl_pool faults its chunks' pages a step at a time ahead of its
+ * bump pointer (the default); khl_pool_lazy has lazy_pages = 1, each page
+ * faulted by its first write; khl_pool_reserved reserved the 100 B blocks
+ * first (untimed).
  * Rows (workload pool_latency, table pool, n = calls): p50_ns, p99_ns,
  * p999_ns, max_ns, calls_over_100us, and for the pools chunk_take_ns, the
- * median time of the calls that took a chunk from the system (what
- * pre-faulting a chunk costs, in one call) and system_bytes, what the pool
- * took from the system for the run (the pages some call had to fault).
- * Median, min and max over runs; contenders interleaved run by run. */
+ * median time of the calls that took a chunk from the system, system_bytes,
+ * what the pool took from the system for the run (the pages some call had
+ * to fault), and p999_over_glibc and max_over_glibc, the pool's p99.9 and
+ * maximum over glibc's in the same repetition.
+ * Median, min and max over runs; contenders interleaved run by run, their
+ * order rotated. */
 
 enum { LAT_LAYOUTS = 2, LAT_MAX = 8 };
 static const char *const lat_layout[LAT_LAYOUTS] = {"100B", "16B-4KiB"};
@@ -530,6 +533,32 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
                     bench_row(o, "pool_latency", "pool", lat_layout[l], rv[c].name, count, lat_metric[k],
                               bench_summarise(v, got));
             }
+    /* Issue 21's target: the pool's tail against glibc's, run by run (the
+     * two ran interleaved in the same process), so that the machine's load
+     * at one moment weighs on both sides of each ratio. */
+    for (int g = 0; rc == 0 && g < n; ++g) {
+        if (strcmp(rv[g].name, "glibc"))
+            continue;
+        for (int l = 0; l < LAT_LAYOUTS; ++l)
+            for (int c = 0; c < n; ++c) {
+                static const int ratio_of[2] = {LAT_P999, LAT_MAXNS};
+                static const char *const ratio_name[2] = {"p999_over_glibc", "max_over_glibc"};
+                if (rv[c].kind == LAT_MALLOC || (rv[c].kind == LAT_POOL_RESERVED && l != 0))
+                    continue;
+                for (int k = 0; k < 2; ++k) {
+                    int got = 0;
+                    for (int r = 0; r < runs; ++r) {
+                        double mine = m[((l * n + c) * runs + r) * LAT_METRICS + ratio_of[k]];
+                        double theirs = m[((l * n + g) * runs + r) * LAT_METRICS + ratio_of[k]];
+                        if (theirs > 0 && !isnan(mine))
+                            v[got++] = mine / theirs;
+                    }
+                    if (got)
+                        bench_row(o, "pool_latency", "pool", lat_layout[l], rv[c].name, count, ratio_name[k],
+                                  bench_summarise(v, got));
+                }
+            }
+    }
     free(m), free(w.size[0]), free(w.size[1]), free(w.ns), free(w.chunk_ns), free(w.ptr);
     return rc;
 }
