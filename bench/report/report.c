@@ -954,7 +954,9 @@ static void v2_peers(FILE *o)
                     continue;
                 rows_n++;
                 first += v[0] <= best;
-                if (isnan(worst) || v[0] / best > worst) {
+                /* Iteration is held to boost's (below): ankerl-style tables
+                 * iterate a dense vector, no open-addressing table does. */
+                if (k != 6 && (isnan(worst) || v[0] / best > worst)) {
                     worst = v[0] / best;
                     snprintf(worst_row, sizeof worst_row, "%s N=%ld %s", bps[b], ns[s], ops[k]);
                 }
@@ -966,12 +968,14 @@ static void v2_peers(FILE *o)
             }
     fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
     char what[160];
-    snprintf(what, sizeof what, "T1 every row: khashlite / best other, worst row (%s)", worst_row);
-    target(o, what, worst, 1.05, 0, "x");
+    /* Issue 22's targets: every row within 1.10x of the best table, iteration
+     * within 1.10x of boost, first on at least a third of the rows. */
+    snprintf(what, sizeof what, "T1 every row but iterate: khashlite / best other, worst row (%s)", worst_row);
+    target(o, what, worst, 1.10, 0, "x");
     snprintf(what, sizeof what, "T1 rows where khashlite is first: %d of %d, as a fraction", first, rows_n);
-    target(o, what, rows_n ? (double)first / rows_n : NAN, 0.5, 1, "");
+    target(o, what, rows_n ? (double)first / rows_n : NAN, 1.0 / 3.0, 1, "");
     snprintf(what, sizeof what, "T5 iterate: khashlite / boost, worst (%s)", worst_it_row);
-    target(o, what, worst_it, 1.5, 0, "x");
+    target(o, what, worst_it, 1.10, 0, "x");
 }
 
 /* The rest of a vs_khash row: khashlite, khash, boost, absl, khash / khashlite. */
@@ -1054,9 +1058,9 @@ static void v2_khash(FILE *o)
             v2_khash_cells(o, ls[s], m, "%.0f");
         }
     fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
-    /* metric, wanted khash / khashlite */
+    /* metric, wanted khash / khashlite (issue 22's: erase at least level) */
     static const struct { const char *metric; double want; } big[] = {
-        {"rand_insert_ns", 1.3}, {"rand_hit_ns", 1.3}, {"rand_erase_ns", 1.3}, {"rand_miss_ns", 2.0},
+        {"rand_insert_ns", 1.3}, {"rand_hit_ns", 1.3}, {"rand_erase_ns", 1.0}, {"rand_miss_ns", 2.0},
         {"seq_hit_ns", 1.0}, {"mult_hit_ns", 1.0}};
     for (int s = 0; s < nn; ++s)
         for (int i = 0; i < 6; ++i) {
