@@ -11,8 +11,9 @@
 #include "support.h"
 
 /* libc underneath; counts resizes, fails the fail_at-th (1-based) and, with
- * fail_after, every later one; moves every resize when `move` (a copy into
- * a new block, so nothing relies on realloc keeping the address). */
+ * fail_after, every later one; with `move`, fills new blocks with 0xA5 and
+ * moves every resize (a copy into such a block, so nothing relies on
+ * realloc keeping the address, and every byte of a block is defined). */
 typedef struct {
     khl_allocator_t a;
     unsigned resizes, fail_at, fail_after, move;
@@ -21,6 +22,12 @@ typedef struct {
 static void *resize_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     resize_alloc_t *r = ud;
+    if (!ptr && nsize && r->move) {
+        void *q = malloc(nsize);
+        if (q)
+            memset(q, 0xA5, nsize);
+        return q;
+    }
     if (ptr && nsize) {
         ++r->resizes;
         if (r->fail_at && (r->resizes == r->fail_at || (r->fail_after && r->resizes > r->fail_at)))
@@ -134,6 +141,7 @@ Test(resize, a_failed_resize_leaves_the_table_as_it_was)
     resize_alloc_t r;
     resize_alloc_init(&r, 1);
     r.fail_at = 2;
+    r.move = 1;     /* every byte defined: the block is compared whole */
     khl_t(r64) h;
     khl_init(r64, &h, &r.a);
     uint64_t key = 0;
