@@ -300,10 +300,13 @@ khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_bl
     return b;
 }
 
-int khl_table_resizes(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t)
+size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t)
 {
-    return b && b->n_buckets > GROUP && p->nb > b->n_buckets &&
-           khl_table_block_size(b, t) >= KHL_RESIZE_BYTES;
+    size_t bytes;
+    if (!b || b->n_buckets <= GROUP || p->nb <= b->n_buckets)
+        return 0;
+    bytes = khl_table_block_size(b, t);
+    return bytes >= KHL_RESIZE_BYTES ? bytes : 0;
 }
 
 /* Moves n slots' worth of an array of `size`-byte items from `from` to `to`
@@ -334,7 +337,7 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
         move_up(to, from, old_nb, t->pair_size);
     }
     memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
-    set_counters(b, nb, b->size, p->reserved || khl_ext(b)->reserved, t);
+    set_counters(b, nb, b->size, p->reserved, t);
     khl_ext(b)->pad = (uint16_t)(to - (char *)(ctrl + khl_ctrl_bytes(nb)));
     r = khl_regions_of(b, t->layout, t->pair_align);
     t->rehash(&r, old_nb);

@@ -127,7 +127,7 @@ typedef union khl_max_align {
 #define KHL_LARGE_BUCKETS 256u      /* from here slots start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
 /* From this block size, a table on an allocator that resizes grows through
- * it (khl_table_resizes).  Below it, a new block in the caches and a move
+ * it (khl_table_resize_from).  Below it, a new block in the caches and a move
  * cost less than the in-place spread's swaps, and blocks come from an
  * allocator's heap or classes, where a resize copies anyway. */
 #ifndef KHL_RESIZE_BYTES
@@ -273,9 +273,10 @@ int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const
  * larger block keeps them and spreads the keys in place.  Returns the
  * block. */
 khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t);
-/* Whether a plan for b is carried out by resizing b's block: growth of a
- * single block of more than one group, of at least KHL_RESIZE_BYTES. */
-int    khl_table_resizes(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t);
+/* The bytes of b's block when a plan for b is carried out by resizing it
+ * (growth of a single block of more than one group, of at least
+ * KHL_RESIZE_BYTES), else 0. */
+size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t);
 /* Builds the table planned in p->regions (allocated): the keys of `from`,
  * moved when it is `old` (a rebuild), copied otherwise; NULL: none.  Returns
  * the new block; *freed receives the regions of old to free. */
@@ -324,9 +325,11 @@ static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, co
     int i, n = khl_region_count(layout);
     if (planned <= 0)
         return planned;
-    if (resizes && layout == KHL_LAYOUT_SINGLE && from == *bp && khl_table_resizes(*bp, p, t)) {
+    size_t old_bytes;
+    if (resizes && layout == KHL_LAYOUT_SINGLE && from == *bp &&
+        (old_bytes = khl_table_resize_from(*bp, p, t)) != 0) {
         uint32_t old_nb = (*bp)->n_buckets;     /* the resize may free *bp */
-        void *mem = fn(ud, khl_single_base(*bp), khl_table_block_size(*bp, t), p->regions.bytes[0]);
+        void *mem = fn(ud, khl_single_base(*bp), old_bytes, p->regions.bytes[0]);
         if (!mem)
             return -1;
         *bp = khl_table_spread(mem, old_nb, p, t);
@@ -442,9 +445,10 @@ static inline uint32_t khl_small_mask(uint32_t nb)
     return (1u << nb) - 1u;
 }
 
+/* Live buckets of the group a table of nb buckets reads first. */
 static inline uint32_t khl_live_mask(uint32_t nb)
 {
-    return nb >= KHL_GROUP_WIDTH ? 0xffffu : (1u << nb) - 1u;
+    return nb >= KHL_GROUP_WIDTH ? 0xffffu : khl_small_mask(nb);
 }
 
 /* The counters a table of more than one group keeps in its extension; a
@@ -532,9 +536,14 @@ static inline unsigned char *khl_ovf_at(unsigned char *ctrl, uint32_t nb)
     return ctrl + nb;
 }
 
+static inline unsigned khl_ovf_class(unsigned char tag)
+{
+    return tag & 7u;
+}
+
 static inline unsigned khl_ovf_bit(unsigned char tag)
 {
-    return 1u << (tag & 7u);
+    return 1u << khl_ovf_class(tag);
 }
 
 /* Whether a key of tag `tag` was ever pushed past the group at base.  A
@@ -543,7 +552,7 @@ static inline unsigned khl_ovf_bit(unsigned char tag)
 static inline unsigned khl_ovf_passed(const unsigned char *ctrl, uint32_t nb, uint32_t base,
                                       unsigned char tag)
 {
-    return (unsigned)(ctrl[nb + base / KHL_GROUP_WIDTH] >> (tag & 7u)) & 1u;
+    return (unsigned)(ctrl[nb + base / KHL_GROUP_WIDTH] >> khl_ovf_class(tag)) & 1u;
 }
 
 /* The control bytes of a table of nb buckets, with its overflow bytes. */

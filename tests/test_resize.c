@@ -120,6 +120,27 @@ Test(resize, a_set_grows_through_the_resize)
     khl_destroy(rs32, &h);
 }
 
+/* Growth past a reservation ends it, whichever way the block grows: the
+ * larger block is not reserved (a rebuild into a new block says so), so it
+ * grows again rather than rehash in place when its deletions use it up. */
+Test(resize, growth_past_a_reservation_ends_it_on_either_path)
+{
+    for (int resizes = 0; resizes <= 1; ++resizes) {
+        resize_alloc_t r;
+        resize_alloc_init(&r, resizes);
+        khl_t(rs32) h;
+        khl_init(rs32, &h, &r.a);
+        cr_assert_eq(khl_reserve(rs32, &h, N), 0);
+        cr_assert_eq(khl_ext(h.b)->reserved, 1);
+        for (uint32_t i = 0; i < 4 * N; ++i)
+            khl_put(rs32, &h, i * 2654435761u, NULL);
+        cr_assert_eq(r.resizes > 0, resizes, "grew through the resize: %u", r.resizes);
+        cr_assert_eq(khl_ext(h.b)->reserved, 0, "resizes %d", resizes);
+        cr_assert_eq(khl_check(rs32, &h), 0);
+        khl_destroy(rs32, &h);
+    }
+}
+
 /* The hook's old contract still holds for an allocator that does not
  * declare it resizes: it is never asked to. */
 Test(resize, an_allocator_that_does_not_resize_is_never_asked)
