@@ -30,12 +30,10 @@ static void verified(const khl_block_t *b, const khl_type_t *t)
 #define verified(b, t) ((void)0)
 #endif
 
+/* log2 of a bucket count, a power of two. */
 static uint32_t log2_u32(uint32_t x)
 {
-    uint32_t n = 0;
-    while (x >>= 1)
-        ++n;
-    return n;
+    return khl_mask_lowest(x);
 }
 
 /* Keys a table of nb buckets may hold: I2. */
@@ -267,11 +265,45 @@ static void copy_buckets(const khl_regions_t *to, const khl_regions_t *from, uin
            (size_t)n * t->key_size);
 }
 
+/* A single block of one group grown into a larger one (an object's 5th
+ * instance variable): a key's tag does not depend on the size and any
+ * bucket of the group is its place, so the keys keep their buckets, and
+ * the control bytes and slots are copied without the general path's
+ * layout arithmetic (a growth from 4 to 8 buckets: about 550 instructions
+ * there, besides the allocator's).  The new block's window bytes past its
+ * control bytes are defined first, as clear_ctrl does. */
+static khl_block_t *grow_in_group(const khl_plan_t *p, khl_block_t *old, const khl_type_t *t,
+                                  khl_mem_t *freed)
+{
+    uint32_t onb = old->n_buckets, nb = p->nb;
+    khl_block_t *b = (khl_block_t *)(void *)p->regions.p[R_BLOCK];
+    khl_regions_t to, from = khl_regions_of(old, KHL_LAYOUT_SINGLE, t->pair_align);
+    char *end;
+    freed->p[R_BLOCK] = old;
+    freed->p[R_CTRL] = freed->p[R_PAIRS] = NULL;
+    freed->bytes[R_BLOCK] = t->small_bytes[log2_u32(onb)];
+    freed->bytes[R_CTRL] = freed->bytes[R_PAIRS] = 0;
+    b->n_buckets = nb;
+    b->size = old->size;
+    to = khl_regions_of(b, KHL_LAYOUT_SINGLE, t->pair_align);
+    end = to.pairs + slots_bytes(nb, t);
+    if (nb < GROUP && end < (char *)to.ctrl + GROUP)
+        end = (char *)to.ctrl + GROUP;
+    memset(to.ctrl + onb, 0xFF, (size_t)(end - (char *)to.ctrl) - onb);
+    memset(to.ctrl + onb, KHL_CTRL_EMPTY, nb - onb);
+    copy_buckets(&to, &from, onb, t);
+    verified(b, t);
+    return b;
+}
+
 khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
                              const khl_type_t *t, khl_mem_t *freed)
 {
     khl_block_t *src = (khl_block_t *)(uintptr_t)from, *b;
     khl_regions_t r_from, r_to;
+    if (t->layout == KHL_LAYOUT_SINGLE && src == old && old && p->nb <= GROUP &&
+        p->nb > old->n_buckets && t->small_bytes[log2_u32(old->n_buckets)])
+        return grow_in_group(p, old, t, freed);
     /* Read before lay_out reuses a split header. */
     if (src)
         r_from = khl_regions_of(src, t->layout, t->pair_align);

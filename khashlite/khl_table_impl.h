@@ -376,10 +376,16 @@ static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsig
     return b;
 }
 
-/* The bytes of a single-layout block: its first block's are a constant. */
+/* The bytes of a single-layout block: a one-group block's are a constant
+ * (the first block's tested first: most tables never grow). */
 static inline size_t khl_single_bytes(const khl_block_t *b, const khl_type_t *t)
 {
-    return b->n_buckets == t->first_buckets ? t->first_bytes : khl_table_block_size(b, t);
+    uint32_t nb = b->n_buckets;
+    if (nb == t->first_buckets)
+        return t->first_bytes;
+    if (nb <= KHL_GROUP_WIDTH && t->small_bytes[khl_mask_lowest(nb)])
+        return t->small_bytes[khl_mask_lowest(nb)];
+    return khl_table_block_size(b, t);
 }
 
 static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
