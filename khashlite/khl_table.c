@@ -230,7 +230,7 @@ static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size
         ctrl = (unsigned char *)(b + 1);
         pairs = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
         if (nb > GROUP)
-            khl_ext(b)->pad = (uint16_t)(pairs - (char *)(ctrl + khl_ctrl_bytes(nb)));
+            khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
     } else {
         khl_split_block_t *sb = old ? khl_split_of(old) : (khl_split_block_t *)(void *)mem[R_BLOCK];
         uint16_t pad;
@@ -358,7 +358,7 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
     khl_block_t *b = (khl_block_t *)(void *)((char *)mem + sizeof(khl_block_ext_t));
     unsigned char *ctrl = (unsigned char *)(b + 1);
     uint32_t nb = p->nb;
-    char *from = (char *)ctrl + khl_ctrl_bytes(old_nb) + khl_ext(b)->pad;
+    char *from = (char *)b + khl_ext(b)->slots;
     char *to = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
     khl_regions_t r;
     if (t->soa) {
@@ -370,7 +370,7 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
     }
     memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
     set_counters(b, nb, b->size, p->reserved, t);
-    khl_ext(b)->pad = (uint16_t)(to - (char *)(ctrl + khl_ctrl_bytes(nb)));
+    khl_ext(b)->slots = (uint32_t)(to - (char *)b);
     r = khl_regions_of(b, t->layout, t->pair_align);
     t->rehash(&r, old_nb);
     verified(b, t);
