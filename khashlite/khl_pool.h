@@ -113,8 +113,9 @@ typedef struct khl_pool_options {      /* a zero field means its default */
     /* limit_bytes bounds system_bytes (khl_pool_stats): chunks and large
      * blocks as taken from backing or mmap, alignment slack included (with
      * a backing allocator a chunk costs about twice chunk_bytes).  The
-     * bookkeeping in meta_bytes (the pool and its chunk index: a few KiB,
-     * then 16-32 B per chunk or large block) is not counted.  An
+     * bookkeeping in meta_bytes (the pool, its class table and its chunk
+     * index: a few KiB, more when max_small is raised - a byte per 16 of
+     * it - then 16-32 B per chunk or large block) is not counted.  An
      * allocation, reserve or realloc that would take the pool past the limit
      * fails (NULL or -1) with the pool unchanged, as out of memory does: an
      * interpreter given khl_pool_allocf then raises its memory error instead
