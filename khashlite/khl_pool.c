@@ -45,7 +45,8 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     ncls = class_of(max_small) + 1;
     meta = o.backing ? o.backing : &khl_libc_allocator;
     /* meta only promises malloc alignment; the pool wants cache lines */
-    used = sizeof *p + ncls * sizeof(khl_pool_class_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0);
+    used = sizeof *p + ncls * sizeof(khl_pool_class_t) + (o.thread_safe ? ncls * sizeof(published_t) : 0) +
+           max_small / GRAIN;
     bytes = used + 64;
     raw = meta_alloc(meta, bytes);
     if (!raw)
@@ -93,6 +94,13 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
             c->batch = 128;
         c->bundle_cap = c->size / sizeof(void *) - 1;
         cls_bundles_init(c);
+    }
+    {
+        unsigned char *index = (unsigned char *)(void *)(p->cls + ncls) +
+                               (o.thread_safe ? ncls * sizeof(published_t) : 0);
+        for (i = 0; i < max_small / GRAIN; i++)
+            index[i] = (unsigned char)class_of(GRAIN * i + 1);
+        p->hot.class_index = index;
     }
     if (p->flags & F_THREADS) {
         p->published = (published_t *)(void *)(p->cls + ncls);
@@ -264,7 +272,7 @@ static inline void ts_free_miss(khl_pool_t *p, void *ptr, unsigned ci)
 
 static inline void *ts_alloc(khl_pool_t *p, size_t n)
 {
-    void *b = khl_pool_i_ts_alloc(&p->hot, class_of(n));
+    void *b = khl_pool_i_ts_alloc(&p->hot, class_of_small(p, n));
     return KHL_LIKELY(b != NULL) ? b : ts_alloc_miss(p, n);
 }
 
@@ -292,7 +300,7 @@ static KHL_NOINLINE void free_other(khl_pool_t *p, void *ptr, size_t n)
 static inline KHL_HOT_INLINE void *pool_alloc(khl_pool_t *p, size_t n)
 {
     if (KHL_LIKELY(n - 1 < p->hot.plain_path_max))
-        return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of(n)], p, n, locked_alloc);
+        return khl_pool_i_plain_alloc(&p->hot, &p->cls[class_of_small(p, n)], p, n, locked_alloc);
     if (n - 1 < p->hot.cache_path_max)
         return ts_alloc(p, n);
     return locked_alloc(p, n);
@@ -303,11 +311,11 @@ static inline KHL_HOT_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
     if (!ptr)
         return;
     if (KHL_LIKELY(n - 1 < p->hot.plain_path_max)) {
-        khl_pool_i_plain_free(&p->hot, &p->cls[class_of(n)], ptr);
+        khl_pool_i_plain_free(&p->hot, &p->cls[class_of_small(p, n)], ptr);
         return;
     }
     if (n - 1 < p->hot.cache_path_max)
-        ts_free(p, ptr, class_of(n));
+        ts_free(p, ptr, class_of_small(p, n));
     else
         free_other(p, ptr, n);
 }
@@ -512,15 +520,21 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
     unlock(p);
 }
 
+/* ptr is tested first: an allocation then needs no other test than its
+ * path's `nsize - 1 < max`, which also sends (NULL, any, 0) to
+ * locked_alloc's NULL, and a free knows ptr is not NULL.  With nsize
+ * tested first, the FastMM loop through the hook ran 88.3 instructions a
+ * pair (callgrind), 85.3 so, against 74.6 for khl_pool_alloc and
+ * khl_pool_free called through pointers. */
 void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     khl_pool_t *p = (khl_pool_t *)ud;
+    if (!ptr)
+        return pool_alloc(p, nsize);
     if (nsize == 0) {
         pool_free(p, ptr, osize);
         return NULL;
     }
-    if (!ptr)
-        return pool_alloc(p, nsize);
     return realloc_common(p, ptr, osize, nsize, "khl_pool_realloc");
 }
 

@@ -32,7 +32,7 @@
  * they hand out; allocation prefetches the block it will hand out next.
  * With no free block a class bumps a pointer through the never-used part of
  * its current chunk, so taking a new chunk never costs a pass over its
- * blocks: one mmap.  Its pages come in a few at a time ahead of the bump
+ * blocks: one mmap.  Its pages come in one at a time ahead of the bump
  * pointer (unless lazy_pages), so that no allocation waits for a page fault.
  * Larger requests up to large_max (default 4 MiB) are spans: runs of
  * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
@@ -113,8 +113,9 @@ typedef struct khl_pool_options {      /* a zero field means its default */
     /* limit_bytes bounds system_bytes (khl_pool_stats): chunks and large
      * blocks as taken from backing or mmap, alignment slack included (with
      * a backing allocator a chunk costs about twice chunk_bytes).  The
-     * bookkeeping in meta_bytes (the pool and its chunk index: a few KiB,
-     * then 16-32 B per chunk or large block) is not counted.  An
+     * bookkeeping in meta_bytes (the pool, its class table and its chunk
+     * index: a few KiB, more when max_small is raised - a byte per 16 of
+     * it - then 16-32 B per chunk or large block) is not counted.  An
      * allocation, reserve or realloc that would take the pool past the limit
      * fails (NULL or -1) with the pool unchanged, as out of memory does: an
      * interpreter given khl_pool_allocf then raises its memory error instead
@@ -124,13 +125,13 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * retries. */
     int    lazy_pages;       /* 1: never pre-fault a chunk; its pages fault in as its blocks are first written */
     /* By default (0), a chunk the pool maps itself (no backing allocator)
-     * has its pages faulted in 16 KiB at a time ahead of the bump pointer,
-     * each step in one system call (MADV_POPULATE_WRITE; a touch per page
-     * on kernels before 5.14) by the allocation that reaches it, so no
-     * allocation waits for a page fault.  A step (4 pages: 4-8 us on the VM
-     * measured, bench/programs/fastmm.c, pool_latency) costs less than one
-     * trapped first-write fault (10-15 us there), which is what glibc's
-     * allocations pay; the call that takes a chunk faults the first step.
+     * has its pages faulted in one at a time (a block at a time for blocks
+     * over a page) ahead of the bump pointer, each step in one system call
+     * (MADV_POPULATE_WRITE; a touch per page on kernels before 5.14) by the
+     * allocation that reaches it, so no allocation waits for a trapped
+     * page fault and none faults more pages than glibc's slowest calls do
+     * (bench/programs/fastmm.c, pool_latency; docs/pool.md has the
+     * figures); the call that takes a chunk faults the first step.
      * Thread-safe pools hand a thread a chunk's whole never-used run, so
      * they fault a chunk at once when they take it, for classes of at
      * least 1024 blocks per chunk (128 KiB chunks: up to 128 B), and page

@@ -53,18 +53,22 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
  * Pre-faulting a whole 128 KiB chunk in the call that takes it (as the pool
  * did) put 32 pages, 40-50 us, into one call and left the pool's p99.9 and
  * maximum behind glibc's, which faults lazily.  So a plain or checked pool
- * faults a chunk's pages FAULT_STEP_BYTES at a time, ahead of its bump
- * pointer: c->end stops at the last slot whose pages are in, and the call
- * that reaches it faults the next step (cls_fault_ahead), one call in
- * FAULT_STEP_BYTES / size, none slower than a single trapped fault.  The
- * inline fast path is unchanged: it already leaves at c->end.
+ * faults a chunk's pages one at a time (or a block's, for blocks larger
+ * than a page), ahead of its bump pointer: c->end stops at the last slot
+ * whose pages are in, and the call that reaches it faults the next page
+ * (cls_fault_ahead).  Steps of 4 pages cost one call in 146 of 100 B 4-8 us
+ * on that VM, less than a trap; but on another (a trap 1.9 us, a populated
+ * page 2-2.8 us) those steps were the pool's p99.9 (1.9x glibc's, paired)
+ * and, holding four pages' share of the machine's rare 50-200 us stalls
+ * each, its slowest calls.  One page a step is what glibc's slowest calls
+ * fault too, in one system call instead of a trap (p99.9 0.92x glibc's
+ * there).  The inline fast path is unchanged: it already leaves at c->end.
  * A thread-safe pool hands a thread a chunk's whole never-used run at once
  * (khl_pool_thread.c says why), so it keeps pre-faulting the chunk when it is
  * taken, where that pays: a chunk of at least PREFAULT_MIN_BLOCKS blocks
  * and at most PREFAULT_MAX_BYTES (otherwise that one call would come every
  * few dozen allocations, or cost over 100 us).  With lazy_pages or a
  * backing allocator every page faults at its first write. */
-#define FAULT_STEP_BYTES ((size_t)16 * 1024)
 #define PREFAULT_MIN_BLOCKS 1024u
 #define PREFAULT_MAX_BYTES ((size_t)128 * 1024)
 
@@ -93,11 +97,11 @@ static char *slots_below(const khl_pool_chunk_t *k, const char *faulted)
 }
 
 /* Where the step of a chunk's pages from offset `from` ends, as an offset:
- * FAULT_STEP_BYTES further, and at least to `least`, the end of the next
- * slot; at most the frame's end. */
+ * a page further, and at least to `least`, the end of the next slot; at
+ * most the frame's end. */
 static size_t fault_step_end(const khl_pool_t *p, size_t from, size_t least)
 {
-    size_t to = from + FAULT_STEP_BYTES;
+    size_t to = from + p->page;
     if (to < least)
         to = least;
     to = (size_t)align_up(to, p->page);

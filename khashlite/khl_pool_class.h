@@ -11,6 +11,12 @@ static inline unsigned class_of(size_t n)
     return khl_pool_i_class_of(n);
 }
 
+/* class_of for 1 <= n <= max_small, from the pool's table. */
+static inline unsigned class_of_small(const khl_pool_t *p, size_t n)
+{
+    return p->hot.class_index[(n - 1) / GRAIN];
+}
+
 static inline size_t class_size(unsigned c)
 {
     unsigned g;

@@ -305,6 +305,26 @@ Test(pool_check, reserve_promise)
     khl_pool_destroy(p);
 }
 
+/* The fast paths take a small block's class from the pool's table, the
+ * rest of the pool from class_of's arithmetic: they must agree on every
+ * size, whatever max_small. */
+Test(pool_check, the_class_table_agrees_with_class_of)
+{
+    static const size_t max_small[] = {0, 100, 16 * 1024 + 16, 1024 * 1024};
+    for (size_t m = 0; m < sizeof max_small / sizeof *max_small; m++)
+        for (int ts = 0; ts < 2; ts++) {
+            khl_pool_options_t o;
+            memset(&o, 0, sizeof o);
+            o.max_small = max_small[m];
+            o.thread_safe = ts;
+            khl_pool_t *p = khl_pool_new(&o);
+            cr_assert_not_null(p);
+            for (size_t n = 1; n <= p->max_small; n++)
+                cr_assert_eq(class_of_small(p, n), class_of(n), "max_small %zu, size %zu", p->max_small, n);
+            khl_pool_destroy(p);
+        }
+}
+
 #ifdef KHL_DEBUG
 /* Built with -DKHL_DEBUG the pool checks itself when a call leaves the fast
  * path: a large allocation on a corrupted pool aborts. */
