@@ -9,6 +9,11 @@
  * (khl_pool_options_t.limit_bytes): past it allocations fail, and the
  * interpreter raises its out-of-memory error, as in a sandbox.
  *
+ * KHL_SEED in the environment (a decimal number) fixes khashlite's hash
+ * seed (khl_seed): instruction counts then repeat from run to run, where a
+ * random seed moves a script's by up to half a percent (a hot constant's
+ * key placed in another group of its table).
+ *
  * Exit status: 0; 1 when the script raised (out of memory included); 2 on a
  * usage or setup error; 3 when the pool still counted bytes in use after the
  * interpreter closed. */
@@ -21,6 +26,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "khashlite/khashlite.h"
 #include "khashlite/khl_pool.h"
 
 typedef enum host_alloc { HOST_LIBC, HOST_POOL, HOST_POOL_RESERVED } host_alloc_t;
@@ -88,6 +94,8 @@ static inline int host_parse(host_t *h, int argc, char **argv, const char *usage
     }
     h->scale_env = getenv("KHL_SCALE");
     h->scale = h->scale_env ? strtol(h->scale_env, NULL, 10) : 0;
+    if (getenv("KHL_SEED"))
+        khl_seed(strtoull(getenv("KHL_SEED"), NULL, 10));
     return 0;
 }
 

@@ -134,7 +134,9 @@ done
 # Instructions (cachegrind): deterministic, where wall time on these shared
 # machines moves by several percent.  Smaller sizes than the timed runs
 # (valgrind is some 30x slower); bm_ao_render at 6 and 12, as issue 20's
-# targets name them.  The variants of a script run at once.
+# targets name them.  The variants of a script run at once, with one hash
+# seed (KHL_SEED, examples/host.h): a random one moves a count by up to half
+# a percent, as a hot key lands in one group of its table or another.
 if command -v valgrind > /dev/null; then
     { echo "ARGV = [\"$(small 3 6)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/ir_ao_small.rb"
     sed "s/fib(37)/fib($(small 10 24))/" "$src/bm_fib.rb" > "$w/ir_fib.rb"
@@ -155,7 +157,7 @@ if command -v valgrind > /dev/null; then
         echo "[mruby] $name at $n: instructions, $(( $(date +%s) - start )) s" >&2
         for v in "${variants[@]}"; do
             read -r layout bin alloc flag <<<"$v"
-            KHL_SCALE=$scale valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+            KHL_SEED=1 KHL_SCALE=$scale valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
                 "$M/$bin" "$flag" "$path" > /dev/null 2> "$tmp/ir.$layout-$alloc" &
         done
         wait
