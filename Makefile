@@ -2,7 +2,8 @@
 #   make            build/libkhashlite.a
 #   make test       the test suite (C and C++), prints Criterion's summary
 #   make install    PREFIX=/usr/local DESTDIR= : headers, library, khashlite.pc
-#   make bench      the benchmarks (bench/bench.mk), report in bench/results/latest/
+#   make bench      the benchmarks (bench/bench.mk): every output in build/bench/latest/,
+#                   REPORT.md and summary.csv in bench/results/latest/
 #   make mruby      mruby 3.1 from Debian's source, stock and on khashlite (mk/mruby.mk)
 #   make mruby-test mruby's own tests and ours on both builds
 #   make deps       every Debian package the project uses (mk/deps.sh)
