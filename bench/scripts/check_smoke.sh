@@ -62,6 +62,16 @@ if grep -q '^mruby_run,' "$csv"; then
         fail "REPORT.md lacks a measured mruby on khl_pool target"
     fi
 fi
+# Every table of REPORT.md has its header and at least one row: no header
+# printed with no rows after it, no rows printed without one.
+awk '{ l[NR] = $0 } END {
+    for (i = 1; i <= NR; ++i) {
+        if (l[i] ~ /^\|/ && l[i - 1] !~ /^\|/ && l[i + 1] !~ /^\|[-|]+$/)
+            { print "REPORT.md line " i ": table rows without a header"; bad = 1 }
+        if (l[i] ~ /^\|[-|]+$/ && l[i + 1] !~ /^\|/)
+            { print "REPORT.md line " i - 1 ": table header without rows"; bad = 1 }
+    }
+    exit bad }' "$dir/REPORT.md" >&2 || fail "REPORT.md has a broken table"
 # summary.csv, what `make bench` commits beside REPORT.md, holds every figure
 # of the report: the report written again from it alone is the same.
 [ -s "$dir/summary.csv" ] || fail "no $dir/summary.csv"
