@@ -2,7 +2,8 @@
 #   make            build/libkhashlite.a
 #   make test       the test suite (C and C++), prints Criterion's summary
 #   make install    PREFIX=/usr/local DESTDIR= : headers, library, khashlite.pc
-#   make bench      the benchmarks (bench/bench.mk), report in bench/results/latest/
+#   make bench      the benchmarks (bench/bench.mk): every output in build/bench/latest/,
+#                   REPORT.md and summary.csv in bench/results/latest/
 #   make mruby      mruby 3.1 from Debian's source, stock and on khashlite (mk/mruby.mk)
 #   make mruby-test mruby's own tests and ours on both builds
 #   make deps       every Debian package the project uses (mk/deps.sh)
@@ -169,11 +170,20 @@ check-asan:
 	    CXXFLAGS="$(SAN_FLAGS) -fsanitize=address,undefined -fno-sanitize-recover=all" \
 	    LDFLAGS="-fsanitize=address,undefined"
 
+# Criterion runs each test in a child process whose exit status does not
+# reach the runner, so --error-exitcode alone let an invalid read in a test
+# pass: every process writes its own log, and mk/valgrind-logs.sh fails the
+# target on an error or a definite leak in any of them, printing the log.
+# TEST_ARGS as for `make test` (--filter=...).
+VALGRIND_LOGS = $(BUILD)/valgrind
 check-valgrind:
 	$(call deps_then,$(DEPS_CHECK) $(DEPS_TEST),$(TEST_PROGS))
-	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	@rm -rf $(VALGRIND_LOGS) && mkdir -p $(VALGRIND_LOGS)
+	valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
 	    --show-leak-kinds=definite,indirect --suppressions=tests/valgrind.supp \
-	    --trace-children=yes --trace-children-skip='*/sh,*/bash' $(TEST_BIN) --jobs 1
+	    --trace-children=yes --trace-children-skip='*/sh,*/bash' --log-file=$(VALGRIND_LOGS)/%p.log \
+	    $(TEST_BIN) --jobs 1 $(TEST_ARGS); rc=$$?; \
+	    sh mk/valgrind-logs.sh $(VALGRIND_LOGS) && exit $$rc
 
 # Criterion's runner cannot start under TSan (its shared arena collides with
 # TSan's shadow memory), so the pool's thread stress runs as its own program.

@@ -5,8 +5,14 @@
 # The tree: harness/ (the clock, rows, flags and allocators every program
 # shares), programs/ (one file per program, plus its own helpers named after
 # it), peers/ (the other tables and allocators, one adapter each), scripts/
-# (the drivers), report/ (REPORT.md and the plots), ruby/ and lua/ (the
-# interpreters' scripts), results/ (the committed run).
+# (the drivers), report/ (REPORT.md, summary.csv and the plots), ruby/ and
+# lua/ (the interpreters' scripts), results/ (the committed summary of a run).
+#
+# Every output of a run goes to build/bench/latest/ (results.csv, traces/,
+# machine.txt, the plots and their .dat files, REPORT.md, summary.csv); only
+# REPORT.md and summary.csv are copied to bench/results/latest/ and committed.
+# `make bench-report` writes them again from build/bench/latest/results.csv
+# without running anything (after a change to bench/report/report.c).
 #
 # A program P is built from bench/programs/P.c plus the optional extra sources
 # named in P_EXTRA (C or C++), linked once per malloc in P_MALLOCS (default
@@ -67,7 +73,7 @@ bench_mallocs = $(or $($(1)_MALLOCS),$(BENCH_MALLOCS))
 BENCH_JOBS = $(foreach p,$(BENCH_PROGS),$(foreach m,$(call bench_mallocs,$(p)),$(p):$(m):libc) \
                  $(if $(filter no,$($(p)_POOL)),,$(p):glibc:pool))
 
-.PHONY: bench bench-full bench-smoke bench-build
+.PHONY: bench bench-full bench-smoke bench-build bench-report
 
 $(BUILD)/bench/obj/%.o: bench/%.c $(BENCH_HEADERS)
 	@mkdir -p $(@D)
@@ -134,3 +140,5 @@ bench-full:
 bench-smoke:
 	$(call deps_then,$(BENCH_DEPS),bench-build)
 	BUILD=$(BUILD) BENCH_JOBS="$(strip $(BENCH_JOBS))" bash bench/scripts/run.sh smoke
+bench-report: $(BUILD)/bench/khl-bench-report
+	BUILD=$(BUILD) bash bench/scripts/run.sh report

@@ -1,8 +1,21 @@
-/* report.c: turns one run's results.csv into REPORT.md and gnuplot SVGs.
- * Usage: khl-bench-report DIR   (reads DIR/results.csv and DIR/machine.txt)
+/* report.c: turns one run's results.csv into REPORT.md, summary.csv and
+ * gnuplot SVGs.
+ * Usage: khl-bench-report DIR   (reads DIR/results.csv, or DIR/summary.csv
+ *                               where there is no results.csv, and
+ *                               DIR/machine.txt; writes into DIR)
  * Every ratio it prints compares rows of the same run.  Workloads it has no
  * dedicated section for are still listed in full, so nothing measured is
- * left out of the report. */
+ * left out of the report.
+ *
+ * summary.csv is what `make bench` commits beside REPORT.md: every row of
+ * results.csv, its numbers as results.csv wrote them, in one block per
+ * workload (a header line, a line per table, layout, allocator and n, a
+ * blank line after the block).  Its columns: workload, table, layout,
+ * allocator, n, reps (the most repetitions of the line's metrics), then per
+ * metric its median, and METRIC_min and METRIC_max where the workload's
+ * repetitions of it differ anywhere (empty where they agree on that line).
+ * REPORT.md's figures are the medians; this program reads summary.csv back
+ * as it reads results.csv, and writes the same REPORT.md from either. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,41 +27,140 @@ typedef struct row {
     long n;
     double value, min, median, max;
     int reps;
+    int order; /* sorts a workload's metrics: the line in results.csv, the column in summary.csv */
+    /* The numbers as the CSV spelled them, written back unchanged. */
+    char s_min[24], s_median[24], s_max[24];
 } row_t;
 
 static row_t *rows;
 static size_t n_rows;
 
-static void load(const char *path)
+static row_t *new_row(void)
 {
-    FILE *f = fopen(path, "r");
-    char line[512];
-    size_t cap = 0;
-    if (!f) {
-        perror(path);
+    static size_t cap;
+    if (n_rows == cap) {
+        cap = cap ? cap * 2 : 1024;
+        rows = realloc(rows, cap * sizeof *rows);
+        if (!rows)
+            exit(1);
+    }
+    return memset(&rows[n_rows++], 0, sizeof *rows);
+}
+
+/* Splits line at commas in place (the newline dropped): at most max fields. */
+static int split(char *line, char **f, int max)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        *p++ = 0;
+    }
+    return n;
+}
+
+static void copy(char *to, size_t size, const char *from, const char *path)
+{
+    if (strlen(from) >= size) {
+        fprintf(stderr, "%s: field too long: %s\n", path, from);
         exit(1);
     }
+    strcpy(to, from);
+}
+
+/* One block of summary.csv, its header line in head. */
+enum { MAX_COLS = 128 };
+static void load_block(FILE *f, char *head, const char *path)
+{
+    static int block;
+    char *h[MAX_COLS], line[16384];
+    int nh = split(head, h, MAX_COLS);
+    if (nh < 7 || strcmp(h[5], "reps")) {
+        fprintf(stderr, "%s: bad block header\n", path);
+        exit(1);
+    }
+    while (fgets(line, sizeof line, f) && line[0] != '\n' && line[0] != '\r') {
+        char *c[MAX_COLS];
+        if (split(line, c, MAX_COLS) != nh) {
+            fprintf(stderr, "%s: a line of block %s has not %d fields\n", path, c[0], nh);
+            exit(1);
+        }
+        for (int i = 6, ranged; i < nh; i += 1 + 2 * ranged) {
+            /* METRIC_min and METRIC_max follow METRIC where the block has them. */
+            size_t len = strlen(h[i]);
+            ranged = i + 2 < nh && !strncmp(h[i + 1], h[i], len) && !strcmp(h[i + 1] + len, "_min") &&
+                     !strncmp(h[i + 2], h[i], len) && !strcmp(h[i + 2] + len, "_max");
+            if (!*c[i])
+                continue;
+            row_t *r = new_row();
+            copy(r->workload, sizeof r->workload, c[0], path);
+            copy(r->table, sizeof r->table, c[1], path);
+            copy(r->layout, sizeof r->layout, c[2], path);
+            copy(r->allocator, sizeof r->allocator, c[3], path);
+            r->n = atol(c[4]);
+            r->reps = atoi(c[5]);
+            r->order = block * MAX_COLS + i;
+            copy(r->metric, sizeof r->metric, h[i], path);
+            copy(r->s_median, sizeof r->s_median, c[i], path);
+            copy(r->s_min, sizeof r->s_min, ranged && *c[i + 1] ? c[i + 1] : c[i], path);
+            copy(r->s_max, sizeof r->s_max, ranged && *c[i + 2] ? c[i + 2] : c[i], path);
+            r->median = r->value = atof(r->s_median);
+            r->min = atof(r->s_min);
+            r->max = atof(r->s_max);
+        }
+    }
+    ++block;
+}
+
+/* results.csv (one measurement per line), or summary.csv (blocks). */
+static int load(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    static char line[16384];
+    if (!f)
+        return -1;
     if (!fgets(line, sizeof line, f)) {
         fprintf(stderr, "%s: empty\n", path);
         exit(1);
     }
+    if (strncmp(line, "workload,table,layout,allocator,n,metric,", 41)) {
+        do
+            if (line[0] != '\n')
+                load_block(f, line, path);
+        while (fgets(line, sizeof line, f));
+        fclose(f);
+        return 0;
+    }
     while (fgets(line, sizeof line, f)) {
-        row_t r;
-        if (sscanf(line, "%47[^,],%39[^,],%23[^,],%31[^,],%ld,%47[^,],%lf,%d,%lf,%lf,%lf",
-                   r.workload, r.table, r.layout, r.allocator, &r.n, r.metric, &r.value,
-                   &r.reps, &r.min, &r.median, &r.max) != 11) {
-            fprintf(stderr, "%s: bad row: %s", path, line);
+        char *c[12], s_value[24];
+        row_t *r;
+        if (split(line, c, 12) != 11) {
+            fprintf(stderr, "%s: bad row: %s\n", path, line);
             exit(1);
         }
-        if (n_rows == cap) {
-            cap = cap ? cap * 2 : 1024;
-            rows = realloc(rows, cap * sizeof *rows);
-            if (!rows)
-                exit(1);
-        }
-        rows[n_rows++] = r;
+        r = new_row();
+        r->order = (int)n_rows;
+        copy(r->workload, sizeof r->workload, c[0], path);
+        copy(r->table, sizeof r->table, c[1], path);
+        copy(r->layout, sizeof r->layout, c[2], path);
+        copy(r->allocator, sizeof r->allocator, c[3], path);
+        r->n = atol(c[4]);
+        copy(r->metric, sizeof r->metric, c[5], path);
+        copy(s_value, sizeof s_value, c[6], path);
+        r->reps = atoi(c[7]);
+        copy(r->s_min, sizeof r->s_min, c[8], path);
+        copy(r->s_median, sizeof r->s_median, c[9], path);
+        copy(r->s_max, sizeof r->s_max, c[10], path);
+        r->value = atof(s_value);
+        r->min = atof(r->s_min);
+        r->median = atof(r->s_median);
+        r->max = atof(r->s_max);
     }
     fclose(f);
+    return 0;
 }
 
 /* The row matching every non-NULL field, or NULL. */
@@ -168,6 +280,57 @@ static size_t first_like(size_t from, size_t to, const row_t *k, const char *m)
     return to;
 }
 
+/* Whether the repetitions of r differ (as the CSV spelled its numbers). */
+static int spread(const row_t *r)
+{
+    return strcmp(r->s_min, r->s_median) || strcmp(r->s_max, r->s_median);
+}
+
+/* The metrics of workload wl (whose first row is rows[w]) in their order,
+ * into metrics[0..max); ranged[m] set where some row of metric m has a
+ * spread.  Returns their number. */
+static int workload_metrics(size_t w, const char **metrics, int *ranged, int max)
+{
+    const char *wl = rows[w].workload;
+    int nm = 0, order[max];
+    for (size_t i = w; i < n_rows; ++i) {
+        int m = 0;
+        if (strcmp(rows[i].workload, wl))
+            continue;
+        while (m < nm && strcmp(metrics[m], rows[i].metric))
+            ++m;
+        if (m == nm) {
+            if (nm == max) {
+                fprintf(stderr, "workload %s has over %d metrics\n", wl, max);
+                exit(1);
+            }
+            metrics[nm] = rows[i].metric;
+            order[nm] = rows[i].order;
+            ranged[nm++] = 0;
+        }
+        if (rows[i].order < order[m])
+            order[m] = rows[i].order;
+        ranged[m] |= spread(&rows[i]);
+    }
+    for (int m = 1; m < nm; ++m)
+        for (int j = m; j > 0 && order[j] < order[j - 1]; --j) {
+            const char *t = metrics[j];
+            int to = order[j], tr = ranged[j];
+            metrics[j] = metrics[j - 1], order[j] = order[j - 1], ranged[j] = ranged[j - 1];
+            metrics[j - 1] = t, order[j - 1] = to, ranged[j - 1] = tr;
+        }
+    return nm;
+}
+
+/* The first row of its workload. */
+static int first_of_workload(size_t w)
+{
+    for (size_t i = 0; i < w; ++i)
+        if (!strcmp(rows[i].workload, rows[w].workload))
+            return 0;
+    return 1;
+}
+
 /* Everything of the workloads whose names start with workload_prefix, as
  * measured: a table per workload, a line per (table, layout, allocator, n)
  * and a column per metric.  A cell is the median, followed by [min, max]
@@ -178,22 +341,10 @@ static void dump(FILE *o, const char *workload_prefix)
     size_t plen = strlen(workload_prefix);
     for (size_t w = 0; w < n_rows; ++w) {
         const char *wl = rows[w].workload, *metrics[MAX_METRICS];
-        int nm = 0, seen = 0;
-        if (strncmp(wl, workload_prefix, plen))
+        int ranged[MAX_METRICS], nm;
+        if (strncmp(wl, workload_prefix, plen) || !first_of_workload(w))
             continue;
-        for (size_t i = 0; i < w && !seen; ++i)
-            seen = !strcmp(rows[i].workload, wl);
-        if (seen)
-            continue;
-        for (size_t i = w; i < n_rows; ++i) {
-            int have = 0;
-            if (strcmp(rows[i].workload, wl))
-                continue;
-            for (int m = 0; m < nm && !have; ++m)
-                have = !strcmp(metrics[m], rows[i].metric);
-            if (!have && nm < MAX_METRICS)
-                metrics[nm++] = rows[i].metric;
-        }
+        nm = workload_metrics(w, metrics, ranged, MAX_METRICS);
         fprintf(o, "\n`%s`:\n\n| table | layout | allocator | n |", wl);
         for (int m = 0; m < nm; ++m)
             fprintf(o, " %s |", metrics[m]);
@@ -296,7 +447,7 @@ static void mruby_section(FILE *o)
     snprintf(what, sizeof what, "slowest script on glibc (%s): stock / khl seconds, 3%% taken as noise",
              worst_name);
     target(o, what, worst, 0.97, 1, "x");
-    fprintf(o, "\n![mruby: stock seconds / khl seconds](mruby.svg)\n");
+    fprintf(o, "\nThe plot of stock seconds / khl seconds: `mruby.svg` (section Plots).\n");
     dump(o, "mruby");
 }
 
@@ -927,7 +1078,7 @@ static void v2_peers(FILE *o)
                "block from its heap and keeps what is freed, after a warmup round below 2M: "
                "inserts reuse pages an earlier fill touched, for every table alike, where they "
                "used to fault in fresh pages or not depending on the table that ran before. "
-               "The faults an insert took are in results.csv (BLUEPRINT_insert_faults, per "
+               "The faults an insert took are in summary.csv (BLUEPRINT_insert_faults, per "
                "fill): at most 1 a fill at 200k; at 2M, with no warmup, the first repetition "
                "pays them.\n\n"
                "| blueprint | N | op | khashlite | boost | absl | khash | khashlite / best other |\n"
@@ -1018,7 +1169,7 @@ static void v2_seed_cost(FILE *o, const long *ns, int nn, const long *ls, int nl
             }
     if (!isnan(lo))
         fprintf(o, "\nSeeded / unseeded ranges from %.2f to %.2f over these rows: compare with the "
-                   "min..max spread of the rows themselves in results.csv.\n", lo, hi);
+                   "min..max spread of the rows themselves in summary.csv.\n", lo, hi);
 }
 
 /* T2: against khash with its identity hash. */
@@ -1032,7 +1183,7 @@ static void v2_khash(FILE *o)
                "shuffled order. Keys: sequential 0..n-1, multiplicative i * 2654435761, random "
                "distinct. Sets above 2M keys run khashlite and khash only, with no warmup, 3 "
                "repetitions of the random set and one of the others (the reps column of "
-               "results.csv), and the 10M "
+               "summary.csv), and the 10M "
                "sequential set times no misses: khash's identity hash sends the absent ids from "
                "2^24 on into the 10M-long run of occupied buckets, thousands of probes each, over "
                "a minute per repetition.\n\n"
@@ -1408,16 +1559,83 @@ static void latency_plot(const char *dir)
     gnuplot(dir, script);
 }
 
+static int same_key(const row_t *a, const row_t *b)
+{
+    return !strcmp(a->workload, b->workload) && !strcmp(a->table, b->table) &&
+           !strcmp(a->layout, b->layout) && !strcmp(a->allocator, b->allocator) && a->n == b->n;
+}
+
+/* DIR/summary.csv (the format is at the top of this file). */
+static void write_summary(const char *dir)
+{
+    enum { MAX_METRICS = MAX_COLS / 3 };
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.csv", dir);
+    FILE *o = fopen(path, "w");
+    if (!o) {
+        perror(path);
+        exit(1);
+    }
+    for (size_t w = 0; w < n_rows; ++w) {
+        const char *wl = rows[w].workload, *metrics[MAX_METRICS];
+        int ranged[MAX_METRICS], nm;
+        if (!first_of_workload(w))
+            continue;
+        nm = workload_metrics(w, metrics, ranged, MAX_METRICS);
+        fprintf(o, "%sworkload,table,layout,allocator,n,reps", w ? "\n" : "");
+        for (int m = 0; m < nm; ++m)
+            fprintf(o, ranged[m] ? ",%s,%s_min,%s_max" : ",%s", metrics[m], metrics[m], metrics[m]);
+        fputc('\n', o);
+        for (size_t k = w; k < n_rows; ++k) {
+            const row_t *key = &rows[k];
+            int reps = 0, first = 1;
+            if (strcmp(key->workload, wl))
+                continue;
+            for (size_t i = w; i < k && first; ++i)
+                first = !same_key(&rows[i], key);
+            if (!first)
+                continue;
+            for (size_t i = k; i < n_rows; ++i)
+                if (same_key(&rows[i], key) && rows[i].reps > reps)
+                    reps = rows[i].reps;
+            fprintf(o, "%s,%s,%s,%s,%ld,%d", key->workload, key->table, key->layout, key->allocator, key->n,
+                    reps);
+            for (int m = 0; m < nm; ++m) {
+                const row_t *r = NULL;
+                for (size_t i = k; i < n_rows && !r; ++i)
+                    if (same_key(&rows[i], key) && !strcmp(rows[i].metric, metrics[m]))
+                        r = &rows[i];
+                if (!r)
+                    fprintf(o, ranged[m] ? ",,," : ",");
+                else if (ranged[m] && spread(r))
+                    fprintf(o, ",%s,%s,%s", r->s_median, r->s_min, r->s_max);
+                else
+                    fprintf(o, ranged[m] ? ",%s,," : ",%s", r->s_median);
+            }
+            fputc('\n', o);
+        }
+    }
+    fclose(o);
+}
+
 int main(int argc, char **argv)
 {
     char path[512], line[256];
     if (argc != 2) {
-        fprintf(stderr, "usage: %s DIR (with DIR/results.csv)\n", argv[0]);
+        fprintf(stderr, "usage: %s DIR (with DIR/results.csv or DIR/summary.csv)\n", argv[0]);
         return 2;
     }
     const char *dir = argv[1];
     snprintf(path, sizeof path, "%s/results.csv", dir);
-    load(path);
+    if (load(path)) {
+        snprintf(path, sizeof path, "%s/summary.csv", dir);
+        if (load(path)) {
+            fprintf(stderr, "%s: no results.csv, no summary.csv\n", dir);
+            return 1;
+        }
+    } else {
+        write_summary(dir);
+    }
     snprintf(path, sizeof path, "%s/REPORT.md", dir);
     FILE *o = fopen(path, "w");
     if (!o) {
@@ -1429,7 +1647,8 @@ int main(int argc, char **argv)
                "sizes? `single` is khashlite (header + control bytes + keys + values in one block), "
                "`split2` the same table with header and data apart (mruby since 2013), `split3` with "
                "header, control bytes, keys and values each allocated (klib's khash). Every figure is "
-               "the median of several repetitions after warm-up (min and max in `results.csv`); "
+               "the median of several repetitions after warm-up (min and max in `summary.csv` beside "
+               "this report); "
                "ratios compare rows of this one run.\n\n## Headline\n");
     headline(o, "churn_int");
     fprintf(o, "\nThe khl_pool rows come from a later process than the glibc rows; the same "
@@ -1459,8 +1678,11 @@ int main(int argc, char **argv)
     targets(o);
     target_notes(o);
     core_v2(o);
-    fprintf(o, "\n## Plots\n\n![ns per lifecycle](churn_ns.svg)\n\n![relative to single](churn_ratio.svg)\n\n![bytes per table](churn_bytes.svg)\n\n"
-               "![latency trace](latency.svg)\n");
+    fprintf(o, "\n## Plots\n\nNot committed: `make bench` writes them to `build/bench/latest/` "
+               "(`$(BUILD)/bench/latest/`), beside the run's every output (the full `results.csv`, "
+               "the traces, each plot's `.dat`): `churn_ns.svg` (ns per lifecycle), `churn_ratio.svg` "
+               "(relative to single), `churn_bytes.svg` (bytes per table), `latency.svg` (latency "
+               "trace) and `mruby.svg` (mruby: stock seconds / khl seconds).\n");
     fprintf(o, "\n## Churn, other key types and reserve\n");
     headline(o, "churn_int_reserve");
     headline(o, "churn_str");

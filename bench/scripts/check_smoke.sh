@@ -2,7 +2,7 @@
 # bench/scripts/check_smoke.sh DIR: checks that a `make bench-smoke` run produced
 # complete outputs, so the benchmarks cannot rot unnoticed in CI: every
 # program ran on every allocator, each expected workload has rows, the report
-# has its sections and the plots exist.
+# has its sections, the plots exist and summary.csv gives the same report.
 set -euo pipefail
 dir=${1:?usage: check_smoke.sh DIR}
 csv=$dir/results.csv
@@ -62,6 +62,24 @@ if grep -q '^mruby_run,' "$csv"; then
         fail "REPORT.md lacks a measured mruby on khl_pool target"
     fi
 fi
+# Every table of REPORT.md has its header and at least one row: no header
+# printed with no rows after it, no rows printed without one.
+awk '{ l[NR] = $0 } END {
+    for (i = 1; i <= NR; ++i) {
+        if (l[i] ~ /^\|/ && l[i - 1] !~ /^\|/ && l[i + 1] !~ /^\|[-|]+$/)
+            { print "REPORT.md line " i ": table rows without a header"; bad = 1 }
+        if (l[i] ~ /^\|[-|]+$/ && l[i + 1] !~ /^\|/)
+            { print "REPORT.md line " i - 1 ": table header without rows"; bad = 1 }
+    }
+    exit bad }' "$dir/REPORT.md" >&2 || fail "REPORT.md has a broken table"
+# summary.csv, what `make bench` commits beside REPORT.md, holds every figure
+# of the report: the report written again from it alone is the same.
+[ -s "$dir/summary.csv" ] || fail "no $dir/summary.csv"
+again=$(mktemp -d)
+trap 'rm -rf "$again"' EXIT
+cp "$dir/summary.csv" "$dir/machine.txt" "$again/"
+"${BUILD:-build}/bench/khl-bench-report" "$again" 2> /dev/null || fail "the report cannot be written from summary.csv"
+cmp -s "$dir/REPORT.md" "$again/REPORT.md" || fail "REPORT.md written from summary.csv alone differs"
 for p in churn_ns churn_ratio churn_bytes latency; do
     grep -q '<svg' "$dir/$p.svg" || fail "plot $p.svg missing or empty"
 done

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # bench/scripts/run.sh MODE: runs every benchmark binary (one per program and malloc,
 # plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
-# results.csv, writes the machine details, then REPORT.md and the plots
-# (bench/report/report.c, gnuplot).
+# results.csv, writes the machine details, then REPORT.md, summary.csv and
+# the plots (bench/report/report.c, gnuplot).
 #   standard  `make bench`: about eight minutes on 2 cores
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
+#   report    `make bench-report`: no runs, the report again from the last
+#             standard or full run's results.csv (after a change to report.c)
+# Every output goes to $BUILD/bench/latest (smoke: $BUILD/bench/smoke):
+# results.csv, traces/, machine.txt, the plots and their .dat files,
+# REPORT.md and summary.csv.  Standard, full and report then copy REPORT.md
+# and summary.csv, and nothing else, to bench/results/latest, the committed
+# summary of the run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-standard}
@@ -14,14 +21,34 @@ case "$mode" in
     standard) flags=(--reps=5 --warmup=1) ;;
     full)     flags=(--full --reps=9 --warmup=2) ;;
     smoke)    flags=(--quick --reps=1 --warmup=0) ;;
-    *) echo "usage: $0 standard|full|smoke" >&2; exit 2 ;;
+    report)   ;;
+    *) echo "usage: $0 standard|full|smoke|report" >&2; exit 2 ;;
 esac
 
-out=bench/results/latest
-[ "$mode" = smoke ] && out=$BUILD/bench/smoke
+out=$BUILD/bench/latest
+publish=bench/results/latest
+[ "$mode" = smoke ] && out=$BUILD/bench/smoke && publish=
+csv=$out/results.csv
+
+# Writes the report into $out, and copies what is committed to $publish.
+report() {
+    "$BUILD/bench/khl-bench-report" "$out"
+    echo "[bench] every output: $out/" >&2
+    [ -n "$publish" ] || return 0
+    rm -rf "$publish"
+    mkdir -p "$publish"
+    cp "$out/REPORT.md" "$out/summary.csv" "$publish/"
+    echo "[bench] report: $publish/REPORT.md, $publish/summary.csv" >&2
+}
+
+if [ "$mode" = report ]; then
+    [ -s "$csv" ] || { echo "$0: no $csv: run make bench first" >&2; exit 1; }
+    report
+    exit 0
+fi
+
 rm -rf "$out"
 mkdir -p "$out/traces"
-csv=$out/results.csv
 echo "workload,table,layout,allocator,n,metric,value,repetitions,min,median,max" > "$csv"
 
 # The (program, malloc, allocator) runs bench.mk planned: "prog:malloc:libc|pool".
@@ -66,5 +93,4 @@ echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
     done
 } > "$out/machine.txt"
 
-"$BUILD/bench/khl-bench-report" "$out"
-echo "[bench] report: $out/REPORT.md" >&2
+report
