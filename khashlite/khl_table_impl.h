@@ -203,7 +203,12 @@ typedef struct khl_regions {
  * slots are pairs {key, value}, or (soa, for maps whose pair would be
  * padded) an array of values then an array of keys: the 4 bytes of padding
  * of a 4-byte key beside an 8-byte value are a quarter of a pair.  Values
- * first, so that a value's address does not depend on the bucket count. */
+ * first, so that a value's address does not depend on the bucket count.
+ * The rebuild loops are reached through pointers, so that one compiled
+ * khl_table.c serves every type: a rebuild makes one such call, whose
+ * per-key loop is the type's own code (callgrind, 20,008 moves of 40-key
+ * tables: 1,669 instructions each, of which the indirect call costs one
+ * load more than a direct one would). */
 typedef struct khl_type {
     size_t pair_size, pair_align;   /* pair_align: the slots' alignment */
     size_t key_size, val_size, key_align;
