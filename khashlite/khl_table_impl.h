@@ -512,7 +512,10 @@ static inline void khl_erase_in(khl_block_t *b, unsigned char *ctrl, uint32_t nb
     b->size--;
 }
 
-static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
+/* Forced inline: when the table code around it changed shape, gcc -O3
+ * stopped inlining it into a benchmark's erase loop (peers, 20k u32 keys: 8
+ * instructions more an erase). */
+static inline KHL_HOT_INLINE void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
 {
     uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
     khl_erase_in(b, ctrl, b->n_buckets, base, khl_group_load(ctrl + base), i - base, ctrl[i]);
@@ -609,12 +612,12 @@ static inline int khl_cursor_step(khl_cursor_t *c)
  *                                  (khl_first_block), 0 if it carries out a
  *                                  plan as any growth does */
 
-static inline unsigned char *khl_single_ctrl(khl_block_t *b)
+static inline KHL_HOT_INLINE unsigned char *khl_single_ctrl(khl_block_t *b)
 {
     return (unsigned char *)(b + 1);
 }
 
-static inline char *khl_single_largeslots(khl_block_t *b, uint32_t nb)
+static inline KHL_HOT_INLINE char *khl_single_largeslots(khl_block_t *b, uint32_t nb)
 {
     return khl_large_slots(b, nb);
 }
@@ -622,7 +625,7 @@ static inline char *khl_single_largeslots(khl_block_t *b, uint32_t nb)
 /* The block starts at b for one group, aligned for max_align_t, so the
  * slots' offset follows from nb alone (align a constant: no address
  * arithmetic). */
-static inline char *khl_single_smallslots(khl_block_t *b, unsigned char *ctrl, uint32_t nb,
+static inline KHL_HOT_INLINE char *khl_single_smallslots(khl_block_t *b, unsigned char *ctrl, uint32_t nb,
                                           size_t align)
 {
     if (align <= KHL_ALIGNOF(khl_max_align_t))
@@ -630,7 +633,7 @@ static inline char *khl_single_smallslots(khl_block_t *b, unsigned char *ctrl, u
     return khl_slots_after(ctrl, nb, align);
 }
 
-static inline char *khl_single_slots(khl_block_t *b, size_t align)
+static inline KHL_HOT_INLINE char *khl_single_slots(khl_block_t *b, size_t align)
 {
     uint32_t nb = b->n_buckets;
     if (nb > KHL_GROUP_WIDTH)
@@ -774,23 +777,27 @@ template <bool IsMap> constexpr int khl_require_map()
 
 /* The type's names for its storage's functions (see "storage" above), so
  * that the operations, which a KHL_DEFINE generates apart from the type,
- * need not be told the storage. */
+ * need not be told the storage.  The hot ones are forced inline, as are
+ * khl_single's: left to gcc -O3, the extra level of inlining changed its
+ * choices in a benchmark's erase loop. */
 #define KHL_I_TYPE_STORAGE(name, S)                                                 \
     enum { khl_firstput_##name = S##_first_put };                                   \
-    static inline KHL_UNUSED unsigned char *khl_ctrlof_##name(khl_block_t *b)       \
+    static inline KHL_UNUSED KHL_HOT_INLINE unsigned char *khl_ctrlof_##name(       \
+        khl_block_t *b)                                                             \
     {                                                                               \
         return S##_ctrl(b);                                                         \
     }                                                                               \
-    static inline KHL_UNUSED char *khl_slots_##name(khl_block_t *b)                 \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_slots_##name(khl_block_t *b)  \
     {                                                                               \
         return S##_slots(b, KHL_ALIGNOF(khl_pairt_##name));                         \
     }                                                                               \
-    static inline KHL_UNUSED char *khl_largeslots_##name(khl_block_t *b, uint32_t nb) \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_largeslots_##name(            \
+        khl_block_t *b, uint32_t nb)                                                \
     {                                                                               \
         return S##_largeslots(b, nb);                                               \
     }                                                                               \
-    static inline KHL_UNUSED char *khl_smallslots_##name(khl_block_t *b, unsigned char *ctrl, \
-                                                         uint32_t nb)               \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_smallslots_##name(            \
+        khl_block_t *b, unsigned char *ctrl, uint32_t nb)                           \
     {                                                                               \
         return S##_smallslots(b, ctrl, nb, KHL_ALIGNOF(khl_pairt_##name));          \
     }                                                                               \
@@ -1058,10 +1065,11 @@ static inline uint64_t khl_mix(uint64_t hash)
     KHL_I_IMPL_HASH(name, hash_fn)                                                  \
     KHL_I_IMPL_REBUILD(name)                                                        \
     KHL_I_IMPL_LIFE(SCOPE, name, alloc_t, alloc_m, FN, UD, RESIZES)                 \
-    KHL_I_IMPL_GET(HOT, name, eq_fn)                                                \
-    KHL_I_IMPL_DEL(HOT, name, eq_fn)                                                \
+    KHL_I_IMPL_LARGE(name, eq_fn)                                                   \
+    KHL_I_IMPL_FIND(HOT, name, eq_fn)                                               \
     KHL_I_IMPL_PUTSLOW(name, FN, UD, RESIZES)                                       \
-    KHL_I_IMPL_PUT(HOT, name, eq_fn)
+    KHL_I_IMPL_PUT(HOT, name, eq_fn)                                                \
+    KHL_I_IMPL_DEL(HOT, name)
 
 /* The key's hash, mixed unless hash_fn is declared mixed. */
 #define KHL_I_IMPL_HASH(name, hash_fn)                                              \
@@ -1197,8 +1205,10 @@ static inline uint64_t khl_mix(uint64_t hash)
         return khl_table_check(h->b, &r_, &khl_type_##name);                        \
     }
 
-/* get and getp, and the lookup of a table of more than one group. */
-#define KHL_I_IMPL_GET(HOT, name, eq_fn)                                            \
+/* The lookups of a table of more than one group, for get, getp and del_key:
+ * functions of their own, which the compiler inlines or not (see the block's
+ * description). */
+#define KHL_I_IMPL_LARGE(name, eq_fn)                                               \
     /* The larger tables' lookup: the bucket holding key, or nb. */                 \
     static inline KHL_UNUSED khl_iter_t khl_findlarge_##name(                       \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
@@ -1219,6 +1229,20 @@ static inline uint64_t khl_mix(uint64_t hash)
                      return khl_valp_##name(slots_, nb, i);)                        \
         return NULL;                                                                \
     }                                                                               \
+    static inline KHL_UNUSED int khl_dellarge_##name(                               \
+        khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
+    {                                                                               \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
+        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
+                     khl_erase_in(b, ctrl_, nb, base_, w_, i - base_, tag_);        \
+                     return 1;)                                                     \
+        return 0;                                                                   \
+    }
+
+/* get, getp and del_key: the one-group lookup inline, a larger table's by
+ * its function. */
+#define KHL_I_IMPL_FIND(HOT, name, eq_fn)                                           \
     HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
     {                                                                               \
         KHL_I_FIND(name, eq_fn, h, key, return i;,                                  \
@@ -1231,19 +1255,6 @@ static inline uint64_t khl_mix(uint64_t hash)
                    return khl_valp_##name(slots_, nb_, i);,                         \
                    return khl_getplarge_##name(b_, nb_, hash_, key);)               \
         return NULL;                                                                \
-    }
-
-/* del and del_key, and the deletion from a table of more than one group. */
-#define KHL_I_IMPL_DEL(HOT, name, eq_fn)                                            \
-    static inline KHL_UNUSED int khl_dellarge_##name(                               \
-        khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
-    {                                                                               \
-        char *slots_ = khl_largeslots_##name(b, nb);                                \
-        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
-        KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
-                     khl_erase_in(b, ctrl_, nb, base_, w_, i - base_, tag_);        \
-                     return 1;)                                                     \
-        return 0;                                                                   \
     }                                                                               \
     HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
     {                                                                               \
@@ -1251,15 +1262,6 @@ static inline uint64_t khl_mix(uint64_t hash)
                    khl_erase_at(b_, khl_ctrlof_##name(b_), i); return 1;,           \
                    return khl_dellarge_##name(b_, nb_, hash_, key);)                \
         return 0;                                                                   \
-    }                                                                               \
-    HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
-    {                                                                               \
-        unsigned char *ctrl;                                                        \
-        if (!h->b || k >= h->b->n_buckets)                                          \
-            return;                                                                 \
-        ctrl = khl_ctrlof_##name(h->b);                                             \
-        if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
-            khl_erase_at(h->b, ctrl, k);                                            \
     }
 
 /* A put's out-of-line parts: the first put, and growth or a walk that
@@ -1383,6 +1385,18 @@ static inline uint64_t khl_mix(uint64_t hash)
             *ret = 1;                                                               \
             return j;                                                               \
         }                                                                           \
+    }
+
+/* del: the deletion of the key in a bucket. */
+#define KHL_I_IMPL_DEL(HOT, name)                                                   \
+    HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
+    {                                                                               \
+        unsigned char *ctrl;                                                        \
+        if (!h->b || k >= h->b->n_buckets)                                          \
+            return;                                                                 \
+        ctrl = khl_ctrlof_##name(h->b);                                             \
+        if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
+            khl_erase_at(h->b, ctrl, k);                                            \
     }
 
 /* KHL_INIT (khashlite.h) on storage S: khl_single, the one block; a
