@@ -3,7 +3,8 @@
  * takes two allocations (a header, then [ctrl|slots]: mruby since 2013) or
  * three (header, ctrl, slots: klib's khash), so that `make bench` measures
  * what merging them gains and nothing else.  Not installed and not part of
- * the library: the benchmarks, the tests and the fuzzer include it.
+ * the library: the benchmarks, the tests, the fuzzer and the object-model
+ * example include it.
  *
  *     KHL_INIT_LAYOUT(name, key_t, val_t, is_map, hash_fn, eq_fn, layout)
  *
