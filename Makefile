@@ -82,12 +82,15 @@ $(LIB): $(LIB_OBJ)
 # --- tests -----------------------------------------------------------------
 
 EXAMPLE_HEADERS = $(wildcard examples/*/*.h)
+# The split storages, the benchmarks' baselines: the tests, the fuzzer and
+# the object model example include them; never installed.
+SPLIT_HEADER    = bench/peers/khl_split.h
 
 $(BUILD)/support/%.o: support/%.c $(SUPPORT_HEADERS) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) tests/support.h $(SUPPORT_HEADERS)
+$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(EXAMPLE_HEADERS) $(SPLIT_HEADER) tests/support.h $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) -Itests -c $< -o $@
 
@@ -196,7 +199,7 @@ check-tsan:
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/pool_stress
 
 # libFuzzer targets under ASan+UBSan, each run FUZZ_SECONDS from its corpus.
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS) $(SUPPORT_SRC) $(SUPPORT_HEADERS)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c $(LIB_SRC) $(HEADERS) $(SPLIT_HEADER) $(SUPPORT_SRC) $(SUPPORT_HEADERS)
 	@mkdir -p $(@D)
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
 	    -o $@ $< $(LIB_SRC) $(SUPPORT_SRC) -pthread

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/peers/khl_split.h"
 #include "khashlite/khashlite.h"
 #include "input.h"
 #include "support/check_alloc.h"

@@ -160,7 +160,7 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * b) non-zero when equal; either may be a macro, hash_fn is a name.  No
  * semicolon after it, as in khash. */
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
-    KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, KHL_LAYOUT_SINGLE)
+    KHL_I_INIT_STORAGE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, khl_single)
 
 /* KHL_INIT_ALLOC(name, key_t, val_t, is_map, hash_fn, eq_fn, allocf): as
  * KHL_INIT, with the allocator fixed at compile time, as khash's kmalloc and
@@ -178,7 +178,7 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 
 /* For a static library: KHL_DECLARE in a header, KHL_DEFINE in one .c. */
 #define KHL_DECLARE(name, khkey_t, khval_t, is_map)                                 \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, const khl_allocator_t *, a) \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, khl_single, const khl_allocator_t *, a) \
     KHL_I_PROTOTYPES(name)
 #define KHL_DEFINE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                  \
     KHL_I_IMPL(, , name, hash_fn, eq_fn, const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD, \

@@ -1,9 +1,10 @@
 /* khl_table.c: the table operations that do not depend on the key type:
- * block sizes and layout, the growth policy, allocation, rebuilds (into a
- * new block, or in place to clear overflow bits), copy, clear, destroy, and the
- * invariant checker.  The generated code calls them with
- * its khl_type_t; only the per-key work (hashing, comparing, moving pairs)
- * stays in the macros of khl_table_impl.h.
+ * the block's sizes and layout, the growth policy, rebuilds (into new
+ * storage, or in place to clear overflow bits), copy, clear, and the
+ * invariant checker.  The generated code calls them with its khl_type_t and
+ * with where the buckets are (khl_regions_t), so a rebuild works on any
+ * storage its caller allocated; only the per-key work (hashing, comparing,
+ * moving pairs) stays in the macros of khl_table_impl.h.
  *
  * Every allocation is made before anything is changed, so a failure returns
  * -1 with the table exactly as it was. */
@@ -17,17 +18,17 @@
 /* Built with -DKHL_DEBUG, every rebuild, copy and clear ends by checking the
  * table it leaves (O(n), as the rebuild itself) and aborts on the first
  * broken invariant, close to where the damage was done. */
-static int check(const khl_block_t *src, const khl_type_t *t, int degenerate);
+static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_t *t, int degenerate);
 
 #ifdef KHL_DEBUG
 /* A degenerate hash is slow, not broken: it does not abort. */
-static void verified(const khl_block_t *b, const khl_type_t *t)
+static void verified(const khl_block_t *b, const khl_regions_t *r, const khl_type_t *t)
 {
-    if (check(b, t, 0) < 0)
+    if (check(b, r, t, 0) < 0)
         abort();
 }
 #else
-#define verified(b, t) ((void)0)
+#define verified(b, r, t) ((void)0)
 #endif
 
 /* log2 of a bucket count, a power of two. */
@@ -64,10 +65,7 @@ static size_t slots_bytes(uint32_t nb, const khl_type_t *t)
     return KHL_I_SLOTS_BYTES(nb, t->soa, t->pair_size, t->key_size, t->val_size, t->key_align);
 }
 
-/* Bytes of an allocation whose first `head` bytes (header, control bytes)
- * come before nb slots, sized for the worst address the allocator may
- * return; 0 when that does not fit in size_t. */
-static size_t region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
+size_t khl_table_region_bytes(size_t head, uint32_t nb, const khl_type_t *t)
 {
     size_t a = pairs_align(nb, t), start = KHL_I_PAIRS_START(head, a);
     /* Slots this small cannot overflow 2^31 buckets on a 64-bit size_t:
@@ -87,42 +85,27 @@ static const char *key_at(const char *slots, uint32_t nb, uint32_t i, const khl_
     return slots + (size_t)i * t->pair_size;
 }
 
-/* Bytes between `head_end` (an address) and the first pair. */
-static uint16_t pad_at(const void *head_end, uint32_t nb, const khl_type_t *t)
+/* The header bytes of a block of nb buckets: a larger table's extension
+ * comes first. */
+static size_t block_header(uint32_t nb)
 {
-    return khl_pad_to(head_end, pairs_align(nb, t));
+    return KHL_I_HEADER_BYTES + (nb > GROUP ? sizeof(khl_block_ext_t) : 0u);
 }
 
-/* The single block or split2's [ctrl|slots]: `hdr` bytes of header first.
- * The control window of a tiny table reads 16 bytes from the control bytes. */
-static size_t block_bytes(size_t hdr, uint32_t nb, const khl_type_t *t)
+/* A block: the header, the control bytes, the slots.  The control window
+ * of a tiny table reads 16 bytes from the control bytes. */
+static size_t block_bytes(uint32_t nb, const khl_type_t *t)
 {
-    size_t bytes = region_bytes(hdr + khl_ctrl_bytes(nb), nb, t);
+    size_t hdr = block_header(nb), bytes = khl_table_region_bytes(hdr + khl_ctrl_bytes(nb), nb, t);
     return bytes && bytes < hdr + GROUP ? hdr + GROUP : bytes;
-}
-
-static size_t ctrl3_bytes(uint32_t nb)          /* split3's control allocation */
-{
-    return nb < GROUP ? GROUP : khl_ctrl_bytes(nb);
 }
 
 /* --- storage -------------------------------------------------------------- */
 
-/* A table's storage as regions (khl_mem_t, in allocation order): the single
- * block is region 0; a split layout has its header (region 0, allocated
- * with the first storage and kept), split3 its control bytes (1), and both
- * their pairs (2; split2's control bytes come first in it).  The allocator
- * is called by the inline code of khl_table_impl.h, never from here: a
- * table declared with its allocator (KHL_INIT_ALLOC) calls it directly.
- * This file plans what to allocate, and builds the table in what was. */
-enum { R_BLOCK = 0, R_CTRL = 1, R_PAIRS = 2 };
-
-/* The header bytes of a single block of nb buckets: a larger table's
- * extension comes first. */
-static size_t single_header(uint32_t nb)
-{
-    return KHL_I_HEADER_BYTES + (nb > GROUP ? sizeof(khl_block_ext_t) : 0u);
-}
+/* The allocator is called by the inline code of khl_table_impl.h, never
+ * from here: a table declared with its allocator (KHL_INIT_ALLOC) calls it
+ * directly.  This file plans what to allocate, and builds the table in
+ * what was. */
 
 static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, int reserved, const khl_type_t *t)
 {
@@ -135,32 +118,16 @@ static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, int reserve
     }
 }
 
-/* The regions of storage for nb buckets; old (may be NULL) is the block it
- * replaces, whose split header is kept.  -1 if a size does not fit. */
-static int plan_regions(khl_plan_t *p, const khl_block_t *old, uint32_t nb, const khl_type_t *t)
+/* The block for nb buckets.  -1 if its size does not fit. */
+static int plan_block(khl_plan_t *p, uint32_t nb, const khl_type_t *t)
 {
-    size_t *bytes = p->regions.bytes;
-    bytes[R_BLOCK] = bytes[R_CTRL] = bytes[R_PAIRS] = 0;
     p->nb = nb;
-    switch (t->layout) {
-    case KHL_LAYOUT_SINGLE:
-        if (nb <= GROUP && t->small_bytes[khl_mask_lowest(nb)]) {
-            bytes[R_BLOCK] = t->small_bytes[khl_mask_lowest(nb)];
-            return 1;
-        }
-        bytes[R_BLOCK] = block_bytes(single_header(nb), nb, t);
-        return bytes[R_BLOCK] ? 1 : -1;
-    case KHL_LAYOUT_SPLIT2:
-        bytes[R_PAIRS] = block_bytes(0, nb, t);
-        break;
-    default:
-        bytes[R_CTRL] = ctrl3_bytes(nb);
-        bytes[R_PAIRS] = region_bytes(0, nb, t);
-        break;
+    if (nb <= GROUP && t->small_bytes[khl_mask_lowest(nb)]) {
+        p->bytes = t->small_bytes[khl_mask_lowest(nb)];
+        return 1;
     }
-    if (!old)
-        bytes[R_BLOCK] = sizeof(khl_split_block_t);
-    return bytes[R_PAIRS] ? 1 : -1;
+    p->bytes = block_bytes(nb, t);
+    return p->bytes ? 1 : -1;
 }
 
 size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
@@ -168,31 +135,8 @@ size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t)
     khl_plan_t p;
     if (!b)
         return 0;
-    plan_regions(&p, NULL, b->n_buckets, t);
-    return p.regions.bytes[R_BLOCK] + p.regions.bytes[R_CTRL] + p.regions.bytes[R_PAIRS];
-}
-
-void khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t)
-{
-    khl_split_block_t *sb;
-    khl_plan_t p;
-    m->p[R_BLOCK] = m->p[R_CTRL] = m->p[R_PAIRS] = NULL;
-    if (!b)
-        return;
-    sb = khl_split_of(b);     /* not before: an offset from NULL is undefined */
-    plan_regions(&p, NULL, b->n_buckets, t);
-    memcpy(m->bytes, p.regions.bytes, sizeof m->bytes);
-    if (t->layout == KHL_LAYOUT_SINGLE) {
-        m->p[R_BLOCK] = khl_single_base((khl_block_t *)(uintptr_t)b);
-    } else {
-        m->p[R_BLOCK] = sb;
-        if (t->layout == KHL_LAYOUT_SPLIT3) {
-            m->p[R_CTRL] = sb->ctrl;
-            m->p[R_PAIRS] = sb->pairs - sb->x.pad;
-        } else {
-            m->p[R_PAIRS] = sb->ctrl;
-        }
-    }
+    plan_block(&p, b->n_buckets, t);
+    return p.bytes;
 }
 
 /* Empty control bytes, no overflow bit. */
@@ -200,52 +144,6 @@ static void reset_ctrl(unsigned char *ctrl, uint32_t nb)
 {
     memset(ctrl, KHL_CTRL_EMPTY, nb);
     memset(khl_ovf_at(ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);
-}
-
-/* A new block's control bytes.  A tiny table's window reads past them into
- * the pairs (their padding too): the whole of its few bytes gets a defined
- * value first, so no tool sees an uninitialised read. */
-static void clear_ctrl(unsigned char *ctrl, const char *pairs, uint32_t nb, const khl_type_t *t)
-{
-    if (nb < GROUP) {
-        /* Up to the end of the slots where they follow the control bytes. */
-        const char *end = pairs + slots_bytes(nb, t);
-        size_t bytes = t->layout == KHL_LAYOUT_SPLIT3 ? GROUP : (size_t)(end - (char *)ctrl);
-        memset(ctrl + nb, 0xFF, (bytes < GROUP ? GROUP : bytes) - nb);
-    }
-    reset_ctrl(ctrl, nb);
-}
-
-/* Lays out empty storage for p->nb buckets in the regions p->regions.p, and
- * returns its block, with the counters set for `size` keys to come. */
-static khl_block_t *lay_out(const khl_plan_t *p, khl_block_t *old, uint32_t size, const khl_type_t *t)
-{
-    char *const *mem = (char *const *)p->regions.p;
-    uint32_t nb = p->nb;
-    khl_block_t *b;
-    unsigned char *ctrl;
-    char *pairs;
-    if (t->layout == KHL_LAYOUT_SINGLE) {
-        b = (khl_block_t *)(void *)(mem[R_BLOCK] + single_header(nb) - KHL_I_HEADER_BYTES);
-        ctrl = (unsigned char *)(b + 1);
-        pairs = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
-        if (nb > GROUP)
-            khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
-    } else {
-        khl_split_block_t *sb = old ? khl_split_of(old) : (khl_split_block_t *)(void *)mem[R_BLOCK];
-        uint16_t pad;
-        b = &sb->h;
-        ctrl = (unsigned char *)(mem[R_CTRL] ? mem[R_CTRL] : mem[R_PAIRS]);
-        pairs = mem[R_CTRL] ? mem[R_PAIRS] : mem[R_PAIRS] + khl_ctrl_bytes(nb);
-        pad = pad_at(pairs, nb, t);
-        pairs += pad;
-        sb->ctrl = ctrl;
-        sb->pairs = pairs;
-        sb->x.pad = pad;
-    }
-    clear_ctrl(ctrl, pairs, nb, t);
-    set_counters(b, nb, size, p->reserved, t);
-    return b;
 }
 
 /* Copies buckets [0, n) of `from` (fnb buckets) to the same buckets of `to`
@@ -265,70 +163,57 @@ static void copy_buckets(const khl_regions_t *to, const khl_regions_t *from, uin
            (size_t)n * t->key_size);
 }
 
-/* A single block of one group grown into a larger one (an object's 5th
- * instance variable): a key's tag does not depend on the size and any
- * bucket of the group is its place, so the keys keep their buckets, and
- * the control bytes and slots are copied without the general path's
- * layout arithmetic (a growth from 4 to 8 buckets: about 550 instructions
- * there, besides the allocator's).  The new block's window bytes past its
- * control bytes are defined first, as clear_ctrl does. */
-static khl_block_t *grow_in_group(const khl_plan_t *p, khl_block_t *old, const khl_type_t *t,
-                                  khl_mem_t *freed)
+void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t window,
+                     const khl_block_t *src, const khl_regions_t *from, int rebuild,
+                     const khl_plan_t *p, const khl_type_t *t)
 {
-    uint32_t onb = old->n_buckets, nb = p->nb;
-    khl_block_t *b = (khl_block_t *)(void *)p->regions.p[R_BLOCK];
-    khl_regions_t to, from = khl_regions_of(old, KHL_LAYOUT_SINGLE, t->pair_align);
-    char *end;
-    freed->p[R_BLOCK] = old;
-    freed->p[R_CTRL] = freed->p[R_PAIRS] = NULL;
-    freed->bytes[R_BLOCK] = t->small_bytes[log2_u32(onb)];
-    freed->bytes[R_CTRL] = freed->bytes[R_PAIRS] = 0;
-    b->n_buckets = nb;
-    b->size = old->size;
-    to = khl_regions_of(b, KHL_LAYOUT_SINGLE, t->pair_align);
-    end = to.pairs + slots_bytes(nb, t);
-    if (nb < GROUP && end < (char *)to.ctrl + GROUP)
-        end = (char *)to.ctrl + GROUP;
-    memset(to.ctrl + onb, 0xFF, (size_t)(end - (char *)to.ctrl) - onb);
-    memset(to.ctrl + onb, KHL_CTRL_EMPTY, nb - onb);
-    copy_buckets(&to, &from, onb, t);
-    verified(b, t);
-    return b;
-}
-
-khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
-                             const khl_type_t *t, khl_mem_t *freed)
-{
-    khl_block_t *src = (khl_block_t *)(uintptr_t)from, *b;
-    khl_regions_t r_from, r_to;
-    if (t->layout == KHL_LAYOUT_SINGLE && src == old && old && p->nb <= GROUP &&
-        p->nb > old->n_buckets && t->small_bytes[log2_u32(old->n_buckets)])
-        return grow_in_group(p, old, t, freed);
-    /* Read before lay_out reuses a split header. */
-    if (src)
-        r_from = khl_regions_of(src, t->layout, t->pair_align);
-    khl_table_regions(freed, old, t);
-    if (t->layout != KHL_LAYOUT_SINGLE)
-        freed->p[R_BLOCK] = NULL;
-    b = lay_out(p, old, src ? src->size : 0u, t);
+    uint32_t nb = p->nb, size = src ? src->size : 0u;   /* read first: src may be b */
+    khl_regions_t to;
+    to.ctrl = ctrl;
+    to.pairs = pairs;
+    to.n_buckets = nb;
+    to.shift = shift_for(nb);
+    /* A tiny table's window reads past its control bytes: every byte of it
+     * gets a defined value, so no tool sees an uninitialised read. */
+    if (nb < GROUP)
+        memset(ctrl + nb, 0xFF, (window < GROUP ? GROUP : window) - nb);
+    reset_ctrl(ctrl, nb);
+    set_counters(b, nb, size, p->reserved, t);
     if (src) {
-        r_to = khl_regions_of(b, t->layout, t->pair_align);
-        if (src != old) {
-            copy_buckets(&r_to, &r_from, p->nb, t);
-            if (p->nb > GROUP) {
+        if (!rebuild) {
+            copy_buckets(&to, from, nb, t);
+            if (nb > GROUP) {
                 khl_ext(b)->growth_left = khl_ext(src)->growth_left;
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
             }
-        } else if (p->nb <= GROUP && p->nb >= r_from.n_buckets) {
+        } else if (nb <= GROUP && nb >= from->n_buckets) {
             /* One group into one group: a key's tag does not depend on the
              * size and any bucket of the group is its place, so the keys
              * keep their buckets (an object's 5th instance variable). */
-            copy_buckets(&r_to, &r_from, r_from.n_buckets, t);
+            copy_buckets(&to, from, from->n_buckets, t);
         } else {
-            t->move(&r_to, &r_from);
+            t->move(&to, from);
         }
     }
-    verified(b, t);
+    verified(b, &to, t);
+}
+
+/* The block: the header at its constant offset from the allocation, the
+ * slots after the control bytes, aligned for this address. */
+khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_block_t *src,
+                                   int rebuild, const khl_type_t *t)
+{
+    uint32_t nb = p->nb;
+    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + block_header(nb) - KHL_I_HEADER_BYTES);
+    unsigned char *ctrl = khl_single_ctrl(b);
+    char *pairs = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
+    khl_regions_t from;
+    if (nb > GROUP)
+        khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
+    if (src)
+        from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align);
+    khl_table_build(b, ctrl, pairs, (size_t)(pairs + slots_bytes(nb, t) - (char *)ctrl), src,
+                    src ? &from : NULL, rebuild, p, t);
     return b;
 }
 
@@ -356,7 +241,7 @@ static void move_up(char *to, const char *from, uint32_t n, size_t size)
 khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t)
 {
     khl_block_t *b = (khl_block_t *)(void *)((char *)mem + sizeof(khl_block_ext_t));
-    unsigned char *ctrl = (unsigned char *)(b + 1);
+    unsigned char *ctrl = khl_single_ctrl(b);
     uint32_t nb = p->nb;
     char *from = (char *)b + khl_ext(b)->slots;
     char *to = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
@@ -371,21 +256,20 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
     memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
     set_counters(b, nb, b->size, p->reserved, t);
     khl_ext(b)->slots = (uint32_t)(to - (char *)b);
-    r = khl_regions_of(b, t->layout, t->pair_align);
+    r = khl_single_regions(b, t->pair_align);
     t->rehash(&r, old_nb);
-    verified(b, t);
+    verified(b, &r, t);
     return b;
 }
 
 /* --- the growth policy ------------------------------------------------------ */
 
 /* Same size, overflow bits cleared: never allocates. */
-static void rehash_in_place(khl_block_t *b, const khl_type_t *t)
+static void rehash_in_place(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t)
 {
-    khl_regions_t r = khl_regions_of(b, t->layout, t->pair_align);
-    t->rehash(&r, b->n_buckets);
+    t->rehash(r, b->n_buckets);
     khl_ext(b)->growth_left = capacity(b->n_buckets, t) - b->size;
-    verified(b, t);
+    verified(b, r, t);
 }
 
 /* Smallest bucket count whose capacity holds n keys with `slack` of the
@@ -413,16 +297,16 @@ static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
  * buckets, not 16), 4x from there to 128 buckets (small tables reach their
  * size in fewer rebuilds), 2x above.  Each costs O(n) and comes at most once
  * per n/16 puts into empty buckets. */
-int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
+int khl_table_grow_plan(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t, khl_plan_t *p)
 {
     uint32_t nb, cap;
     p->reserved = 0;
     if (!b)
-        return plan_regions(p, b, t->first_buckets, t);
+        return plan_block(p, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
     if (nb > GROUP && (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP))) {
-        rehash_in_place(b, t);
+        rehash_in_place(b, r, t);
         return 0;
     }
     if (nb >= KHL_MAX_BUCKETS)
@@ -433,7 +317,7 @@ int khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
     for (nb = nb >= GROUP && nb < 128 ? nb * 4 : nb * 2; capacity(nb, t) <= b->size; nb *= 2)
         if (nb >= KHL_MAX_BUCKETS)
             return -1;
-    return plan_regions(p, b, nb, t);
+    return plan_block(p, nb, t);
 }
 
 /* A table that holds up to n keys with 1/16 of its buckets to spare never
@@ -455,7 +339,7 @@ int khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_pl
             khl_ext(b)->reserved = 1;
         return 0;
     }
-    return plan_regions(p, b, nb, t);
+    return plan_block(p, nb, t);
 }
 
 int khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t *p)
@@ -465,7 +349,7 @@ int khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t 
     if (!b)
         return 0;
     nb = buckets_for(b->size, 0, t);
-    return nb < b->n_buckets ? plan_regions(p, b, nb, t) : 0;
+    return nb < b->n_buckets ? plan_block(p, nb, t) : 0;
 }
 
 int khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
@@ -476,18 +360,16 @@ int khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const kh
         return -1;
     if (!src || !src->size)
         return 0;
-    return plan_regions(p, dst, src->n_buckets, t);
+    return plan_block(p, src->n_buckets, t);
 }
 
-void khl_table_clear(khl_block_t *b, const khl_type_t *t)
+void khl_table_clear(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t)
 {
-    if (!b)
-        return;
-    reset_ctrl(khl_ctrl_at(b, t->layout), b->n_buckets);
+    reset_ctrl(r->ctrl, b->n_buckets);
     b->size = 0;
     if (b->n_buckets > GROUP)
         khl_ext(b)->growth_left = capacity(b->n_buckets, t);
-    verified(b, t);
+    verified(b, r, t);
 }
 
 /* --- the invariants (khl_table_impl.h) -------------------------------------- */
@@ -505,35 +387,32 @@ static int broken(const char *what, uint32_t i)
 #define DEGENERATE_KEYS GROUP
 
 /* The invariants; with `degenerate`, a degenerate hash too. */
-static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
+static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_t *t, int degenerate)
 {
     khl_block_t *b = (khl_block_t *)(uintptr_t)src;
     unsigned char *ctrl;
     const unsigned char *ovf;
     const char *pairs;
-    uint32_t nb, i, full = 0, shift, home = 0, alike = 0;
+    uint32_t nb, i, n, full = 0, shift, home = 0, alike = 0;
     unsigned char tag = 0;
     if (!b)
         return 0;
     nb = b->n_buckets;
     if (!nb || (nb & (nb - 1)) || nb > KHL_MAX_BUCKETS)
         return broken("bucket count not a power of two", nb);
-    ctrl = khl_ctrl_at(b, t->layout);
+    ctrl = r->ctrl;
     ovf = khl_ovf_at(ctrl, nb);
-    pairs = khl_pairs_at(b, t->layout, t->pair_align);
+    pairs = r->pairs;
     shift = khl_shift_of(b);
     if (shift != shift_for(nb))
         return broken("shift does not match the bucket count", nb);
     if ((uintptr_t)pairs % pairs_align(nb, t))
         return broken("slots misaligned", 0);
-    if (t->layout == KHL_LAYOUT_SINGLE) {
-        uint32_t n;
-        if (t->first_bytes != block_bytes(single_header(t->first_buckets), t->first_buckets, t))
-            return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
-        for (n = 1; n <= GROUP; n *= 2)
-            if (t->small_bytes[log2_u32(n)] != block_bytes(single_header(n), n, t))
-                return broken("the type's one-group block sizes (KHL_I_SMALL_BYTES) are not khl_table.c's", n);
-    }
+    if (t->first_bytes != block_bytes(t->first_buckets, t))
+        return broken("the type's first block size (KHL_I_SMALL_BYTES) is not khl_table.c's", 0);
+    for (n = 1; n <= GROUP; n *= 2)
+        if (t->small_bytes[log2_u32(n)] != block_bytes(n, t))
+            return broken("the type's one-group block sizes (KHL_I_SMALL_BYTES) are not khl_table.c's", n);
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
         if (c < KHL_CTRL_EMPTY) {
@@ -569,7 +448,7 @@ static int check(const khl_block_t *src, const khl_type_t *t, int degenerate)
     return 0;
 }
 
-int khl_table_check(const khl_block_t *src, const khl_type_t *t)
+int khl_table_check(const khl_block_t *src, const khl_regions_t *r, const khl_type_t *t)
 {
-    return check(src, t, 1);
+    return check(src, r, t, 1);
 }

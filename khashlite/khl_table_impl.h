@@ -116,13 +116,6 @@ typedef union khl_max_align {
 #define KHL_I_MAX_LOAD_DIVISOR (KHL_I_MAX_LOAD_OK)
 #endif
 
-/* Layouts: one block, or (benchmarks only, to measure what the one block
- * gains) the header apart from [ctrl|pairs] (mruby since 2013), or header,
- * ctrl and pairs in three allocations (klib's khash). */
-#define KHL_LAYOUT_SINGLE 0
-#define KHL_LAYOUT_SPLIT2 1
-#define KHL_LAYOUT_SPLIT3 2
-
 #define KHL_MAX_BUCKETS 0x80000000u
 #define KHL_LARGE_BUCKETS 256u      /* from here slots start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
@@ -187,15 +180,15 @@ typedef struct khl_block {
  * header (the allocation starts there): the control bytes stay at a constant
  * offset from the block pointer whatever the table's size.  `slots` saves a
  * lookup the arithmetic of where they start (5 instructions of a hit's 90,
- * and the registers they held: a 200k-key u32 table's hit 91 -> 84, miss
- * 82 -> 76); 16 bytes keep the header's alignment that of the allocation. */
+ * and the registers they held: a 200k-key u32 table's hit 90 -> 85, miss
+ * 82 -> 77); 16 bytes keep the header's alignment that of the allocation. */
 typedef struct khl_block_ext {
     uint32_t growth_left;    /* puts into empty buckets before a rebuild (I2) */
-    uint32_t slots;          /* bytes from the block pointer to slot 0 (single layout) */
+    uint32_t slots;          /* bytes from the block pointer to slot 0 */
     uint8_t  shift;          /* 57 - log2(groups) */
     uint8_t  reserved;       /* 1: sized by khl_reserve, whose promise khl_table_grow keeps */
-    uint16_t pad;            /* bytes between the control bytes (split layouts: the
-                              * slots' allocation) and slot 0, for this address */
+    uint16_t pad;            /* bytes between the control bytes and slot 0, for
+                              * this address (a storage whose slots are apart) */
     uint32_t unused;
 } khl_block_ext_t;
 
@@ -203,15 +196,6 @@ static inline khl_block_ext_t *khl_ext(const khl_block_t *b)
 {
     return (khl_block_ext_t *)(void *)(uintptr_t)b - 1;
 }
-
-/* The split layouts keep their region pointers after the counters, and
- * always have the extension. */
-typedef struct khl_split_block {
-    khl_block_ext_t x;
-    khl_block_t h;
-    unsigned char *ctrl;
-    char *pairs;
-} khl_split_block_t;
 
 /* Where a table's buckets are: what a rebuild moves keys between. */
 typedef struct khl_regions {
@@ -224,14 +208,18 @@ typedef struct khl_regions {
  * slots are pairs {key, value}, or (soa, for maps whose pair would be
  * padded) an array of values then an array of keys: the 4 bytes of padding
  * of a 4-byte key beside an 8-byte value are a quarter of a pair.  Values
- * first, so that a value's address does not depend on the bucket count. */
+ * first, so that a value's address does not depend on the bucket count.
+ * The rebuild loops are reached through pointers, so that one compiled
+ * khl_table.c serves every type: a rebuild makes one such call, whose
+ * per-key loop is the type's own code (callgrind, 20,008 moves of 40-key
+ * tables: 1,669 instructions each, of which the indirect call costs one
+ * load more than a direct one would). */
 typedef struct khl_type {
-    size_t pair_size, pair_align;   /* pair_align: the slots' alignment in any layout */
+    size_t pair_size, pair_align;   /* pair_align: the slots' alignment */
     size_t key_size, val_size, key_align;
     int soa;
     uint32_t max_load;          /* KHL_MAX_LOAD in 1/65536 */
     uint32_t first_buckets;     /* KHL_I_FIRST_BUCKETS */
-    int layout;
     /* Puts every key of `from` into `to`, which is empty and large enough. */
     void (*move)(const khl_regions_t *to, const khl_regions_t *from);
     /* Buckets [0, n_placed) hold keys placed for another geometry (or under
@@ -239,119 +227,62 @@ typedef struct khl_type {
      * overflow bits anew, without allocating. */
     void (*rehash)(const khl_regions_t *r, uint32_t n_placed);
     uint64_t (*hash)(const void *key);      /* khl_table_check only */
-    size_t first_bytes;         /* KHL_I_SMALL_BYTES of first_buckets: a single layout's first block */
-    /* KHL_I_SMALL_BYTES of 1, 2, 4, 8 and 16 buckets: a single layout's
-     * one-group blocks, constants so that a small table's growth and free
-     * compute no layout (0: computed by khl_table.c). */
+    size_t first_bytes;         /* KHL_I_SMALL_BYTES of first_buckets: the first block */
+    /* KHL_I_SMALL_BYTES of 1, 2, 4, 8 and 16 buckets: the one-group blocks,
+     * constants so that a small table's growth and free compute no layout
+     * (0: computed by khl_table.c). */
     size_t small_bytes[5];
 } khl_type_t;
 
 /* --- type-independent operations (khl_table.c) ------------------------------ */
 
-/* Storage as regions, in allocation order: the single block is p[0]; split
- * layouts have a header p[0], split3 control bytes p[1], pairs p[2].  A
- * region of 0 bytes is absent (p NULL). */
-typedef struct khl_mem {
-    void *p[3];
-    size_t bytes[3];
-} khl_mem_t;
-
-/* What a rebuild, reserve, shrink or copy is to allocate: regions.bytes for
- * nb buckets; reserved is the new block's flag. */
+/* What a rebuild, reserve, shrink or copy is to allocate: a block of
+ * `bytes` for nb buckets; reserved is the new block's flag.  A storage
+ * other than the block (a benchmark's split layouts) sizes its own
+ * allocations from nb. */
 typedef struct khl_plan {
-    khl_mem_t regions;
+    size_t bytes;
     uint32_t nb;
     int reserved;
 } khl_plan_t;
 
-/* The plans: 1, allocate p->regions and build; 0, done without allocating
- * (nothing to do, or rehashed in place); -1, impossible (too
- * large; for a copy, dst not empty), the table unchanged. */
-int    khl_table_grow_plan(khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
+/* The plans: 1, allocate and build; 0, done without allocating (nothing to
+ * do, or rehashed in place: r is where b's buckets are, NULL without b); -1,
+ * impossible (too large; for a copy, dst not empty), the table unchanged. */
+int    khl_table_grow_plan(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t, khl_plan_t *p);
 int    khl_table_reserve_plan(khl_block_t *b, size_t n, const khl_type_t *t, khl_plan_t *p);
 int    khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan_t *p);
 int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
                            khl_plan_t *p);
-/* Grows a single block in place: mem is its allocation resized (by the
- * allocator's resize) to p->regions.bytes[0] for p->nb buckets, old_nb
- * buckets' worth of it as the block was.  Moves the slots to where the
- * larger block keeps them and spreads the keys in place.  Returns the
- * block. */
+/* Grows a block in place: mem is its allocation resized (by the allocator's
+ * resize) to p->bytes for p->nb buckets, old_nb buckets' worth of it as the
+ * block was.  Moves the slots to where the larger block keeps them and
+ * spreads the keys in place.  Returns the block. */
 khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t);
 /* The bytes of b's block when a plan for b is carried out by resizing it
- * (growth of a single block of more than one group, of at least
- * KHL_RESIZE_BYTES), else 0. */
+ * (growth of a block of more than one group, of at least KHL_RESIZE_BYTES),
+ * else 0. */
 size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t);
-/* Builds the table planned in p->regions (allocated): the keys of `from`,
- * moved when it is `old` (a rebuild), copied otherwise; NULL: none.  Returns
- * the new block; *freed receives the regions of old to free. */
-khl_block_t *khl_table_build(const khl_plan_t *p, khl_block_t *old, const khl_block_t *from,
-                             const khl_type_t *t, khl_mem_t *freed);
-/* The regions of b's storage (all of it, for a destroy). */
-void   khl_table_regions(khl_mem_t *m, const khl_block_t *b, const khl_type_t *t);
-void   khl_table_clear(khl_block_t *b, const khl_type_t *t);
+/* Builds a table of p->nb buckets in storage its caller laid out: b the
+ * header (its counters are set here), ctrl and pairs where its control
+ * bytes and slots go, `window` the bytes from ctrl that a tiny table's
+ * control window may read (every one gets a defined value).  Takes the keys
+ * of src, whose buckets are `from` (NULL: none): moved on a rebuild (src is
+ * the table being replaced; it may be b itself), copied otherwise. */
+void   khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t window,
+                       const khl_block_t *src, const khl_regions_t *from, int rebuild,
+                       const khl_plan_t *p, const khl_type_t *t);
+/* khl_table_build into a block: mem, of p->bytes.  Returns the block. */
+khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_block_t *src,
+                                   int rebuild, const khl_type_t *t);
+void   khl_table_clear(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t);
 size_t khl_table_block_size(const khl_block_t *b, const khl_type_t *t);
+/* Bytes of an allocation whose first `head` bytes come before nb slots,
+ * for the worst address the allocator may return; 0 when that does not fit
+ * in size_t. */
+size_t khl_table_region_bytes(size_t head, uint32_t nb, const khl_type_t *t);
 /* Returns 0, or prints the first broken invariant on stderr and returns -1. */
-int    khl_table_check(const khl_block_t *b, const khl_type_t *t);
-
-/* The allocator calls, inline in each table's code so that a table declared
- * with its allocator (KHL_INIT_ALLOC) calls it directly; fn and ud are the
- * table's allocator.  A single block is one region: with the layout a
- * constant, the loops below are one call each. */
-static inline int khl_region_count(int layout)
-{
-    return layout == KHL_LAYOUT_SINGLE ? 1 : 3;
-}
-
-static inline void khl_free_regions(const khl_mem_t *m, int layout, khl_allocf fn, void *ud)
-{
-    int i;
-    for (i = 0; i < khl_region_count(layout); ++i)
-        if (m->p[i])
-            fn(ud, m->p[i], m->bytes[i], 0);
-}
-
-/* Where a single block's allocation starts: a table of more than one group
- * keeps its extension just before the header. */
-static inline void *khl_single_base(khl_block_t *b)
-{
-    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
-}
-
-/* Carries out a plan (planned: what the plan function returned) on *bp:
- * every region allocated before anything changes, the old ones freed after
- * the build; or, on an allocator that resizes, a growing block resized and
- * spread in place.  0, or -1 with the table unchanged (a failed resize
- * leaves the old block as it was). */
-static inline int khl_carry_out(int planned, khl_plan_t *p, khl_block_t **bp, const khl_block_t *from,
-                                const khl_type_t *t, int layout, khl_allocf fn, void *ud, int resizes)
-{
-    khl_mem_t freed;
-    int i, n = khl_region_count(layout);
-    if (planned <= 0)
-        return planned;
-    size_t old_bytes;
-    if (resizes && layout == KHL_LAYOUT_SINGLE && from == *bp &&
-        (old_bytes = khl_table_resize_from(*bp, p, t)) != 0) {
-        uint32_t old_nb = (*bp)->n_buckets;     /* the resize may free *bp */
-        void *mem = fn(ud, khl_single_base(*bp), old_bytes, p->regions.bytes[0]);
-        if (!mem)
-            return -1;
-        *bp = khl_table_spread(mem, old_nb, p, t);
-        return 0;
-    }
-    for (i = 0; i < n; ++i)
-        p->regions.p[i] = NULL;
-    for (i = 0; i < n; ++i) {
-        if (p->regions.bytes[i] && !(p->regions.p[i] = fn(ud, NULL, 0, p->regions.bytes[i]))) {
-            khl_free_regions(&p->regions, layout, fn, ud);
-            return -1;
-        }
-    }
-    *bp = khl_table_build(p, *bp, from, t, &freed);
-    khl_free_regions(&freed, layout, fn, ud);
-    return 0;
-}
+int    khl_table_check(const khl_block_t *b, const khl_regions_t *r, const khl_type_t *t);
 
 /* Bytes from address end to the next multiple of align (a power of two):
  * where pairs start after the control bytes. */
@@ -360,7 +291,7 @@ static inline uint16_t khl_pad_to(const void *end, size_t align)
     return (uint16_t)((0u - (uintptr_t)end) & (align - 1u));
 }
 
-/* A table's first block laid out in mem (t->first_bytes, single layout)
+/* A table's first block laid out in mem (t->first_bytes)
  * holding one key whose tag is `tag`, in its highest bucket (where any put
  * into an empty group goes), inline: it is the first put of every tiny
  * table, and with t a constant the memsets are a few stores.  As
@@ -381,36 +312,12 @@ static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsig
     return b;
 }
 
-/* The bytes of a single-layout block: a one-group block's are a constant
- * (the first block's tested first: most tables never grow). */
-static inline size_t khl_single_bytes(const khl_block_t *b, const khl_type_t *t)
-{
-    uint32_t nb = b->n_buckets;
-    if (nb == t->first_buckets)
-        return t->first_bytes;
-    if (nb <= KHL_GROUP_WIDTH && t->small_bytes[khl_mask_lowest(nb)])
-        return t->small_bytes[khl_mask_lowest(nb)];
-    return khl_table_block_size(b, t);
-}
-
 static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
 {
     return a ? a : &khl_libc_allocator;
 }
 
 /* --- the hot path's view of a block ------------------------------------------ */
-
-static inline khl_split_block_t *khl_split_of(const khl_block_t *b)
-{
-    return (khl_split_block_t *)(void *)((char *)(uintptr_t)b - offsetof(khl_split_block_t, h));
-}
-
-static inline unsigned char *khl_ctrl_at(khl_block_t *b, int layout)
-{
-    if (layout != KHL_LAYOUT_SINGLE)
-        return khl_split_of(b)->ctrl;
-    return (unsigned char *)(b + 1);
-}
 
 /* The slots' alignment in a table of nb buckets: from KHL_LARGE_BUCKETS on,
  * a cache line, so that a group's first slots share its first line. */
@@ -434,15 +341,6 @@ static inline char *khl_large_slots(khl_block_t *b)
     return (char *)b + khl_ext(b)->slots;
 }
 
-static inline char *khl_pairs_at(khl_block_t *b, int layout, size_t align)
-{
-    uint32_t nb = b->n_buckets;
-    if (layout != KHL_LAYOUT_SINGLE)
-        return khl_split_of(b)->pairs;
-    if (nb > KHL_GROUP_WIDTH)
-        return khl_large_slots(b);
-    return khl_slots_after((unsigned char *)(b + 1), nb, align);
-}
 
 /* Where a table of nb buckets' key array starts in soa slots. */
 static inline char *khl_soa_keys(char *slots, uint32_t nb, size_t val_size, size_t key_align)
@@ -609,8 +507,10 @@ static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t 
  * of that class may have been pushed past the group, whose bit stays set
  * until a rebuild, so each such deletion brings the rebuild that clears it
  * nearer (boost's drift rule).  No branch: a mispredict here stalls the
- * loads of the operations that follow. */
-static inline void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
+ * loads of the operations that follow.  Forced inline: when the table code
+ * around it changed shape, gcc -O3 stopped inlining it into a benchmark's
+ * erase loop (peers, 20k u32 keys: 8 instructions more an erase). */
+static inline KHL_HOT_INLINE void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
 {
     uint32_t nb = b->n_buckets, base = i & ~(KHL_GROUP_WIDTH - 1u);
     unsigned char tag = ctrl[i];
@@ -684,14 +584,133 @@ static inline int khl_cursor_step(khl_cursor_t *c)
     return c->k < c->nb;
 }
 
-static inline khl_regions_t khl_regions_of(khl_block_t *b, int layout, size_t align)
+/* --- storage ------------------------------------------------------------------ */
+
+/* Where a table keeps its buckets, and how its storage is allocated and
+ * freed, is a storage: a prefix S whose functions the generated code calls
+ * (KHL_I_TYPE takes it).  The library has one, khl_single, the one block;
+ * a benchmark defines others over the same table code (bench/peers/
+ * khl_split.h: the two- and three-allocation baselines).  A storage S
+ * defines, all inline:
+ *   S_ctrl(b)                      the control bytes
+ *   S_slots(b, align)              the slots (pairs aligned to align)
+ *   S_largeslots(b, nb)            the slots of a table of more than one group
+ *   S_smallslots(b, ctrl, nb, align)   those of a one-group table
+ *   S_regions(b, align)            both, as a rebuild takes them
+ *   S_carry_out(planned, p, bp, from, t, fn, ud, resizes)
+ *                                  allocates what a plan asks, builds the
+ *                                  table into it (khl_table_build), frees
+ *                                  the old storage: 0, or -1 unchanged
+ *   S_allocation(b, t, i, &bytes)  b's i-th allocation and its bytes, NULL
+ *                                  past the last: what a destroy frees (the
+ *                                  allocator's calls stay in the generated
+ *                                  code, which loads fn and ud only then)
+ *   S_size(b, t)                   the bytes of b's storage (0: NULL)
+ *   S_first_put                    an enum constant: 1 if a table's first
+ *                                  put lays out its first block inline
+ *                                  (khl_first_block), 0 if it carries out a
+ *                                  plan as any growth does */
+
+static inline KHL_HOT_INLINE unsigned char *khl_single_ctrl(khl_block_t *b)
+{
+    return (unsigned char *)(b + 1);
+}
+
+static inline KHL_HOT_INLINE char *khl_single_largeslots(khl_block_t *b, uint32_t nb)
+{
+    (void)nb;
+    return khl_large_slots(b);
+}
+
+/* The block starts at b for one group, aligned for max_align_t, so the
+ * slots' offset follows from nb alone (align a constant: no address
+ * arithmetic). */
+static inline KHL_HOT_INLINE char *khl_single_smallslots(khl_block_t *b, unsigned char *ctrl, uint32_t nb,
+                                          size_t align)
+{
+    if (align <= KHL_ALIGNOF(khl_max_align_t))
+        return (char *)b + KHL_I_ALIGN_UP(KHL_I_HEADER_BYTES + nb, align);
+    return khl_slots_after(ctrl, nb, align);
+}
+
+static inline KHL_HOT_INLINE char *khl_single_slots(khl_block_t *b, size_t align)
+{
+    uint32_t nb = b->n_buckets;
+    if (nb > KHL_GROUP_WIDTH)
+        return khl_large_slots(b);
+    return khl_slots_after(khl_single_ctrl(b), nb, align);
+}
+
+static inline khl_regions_t khl_single_regions(khl_block_t *b, size_t align)
 {
     khl_regions_t r;
-    r.ctrl = khl_ctrl_at(b, layout);
-    r.pairs = khl_pairs_at(b, layout, align);
+    r.ctrl = khl_single_ctrl(b);
+    r.pairs = khl_single_slots(b, align);
     r.n_buckets = b->n_buckets;
     r.shift = khl_shift_of(b);
     return r;
+}
+
+enum { khl_single_first_put = 1 };
+
+/* Where a block's allocation starts: a table of more than one group keeps
+ * its extension just before the header. */
+static inline void *khl_single_base(khl_block_t *b)
+{
+    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
+}
+
+/* A block's bytes: a one-group block's are a constant (the first block's
+ * tested first: most tables never grow). */
+static inline size_t khl_single_bytes(const khl_block_t *b, const khl_type_t *t)
+{
+    uint32_t nb = b->n_buckets;
+    if (nb == t->first_buckets)
+        return t->first_bytes;
+    if (nb <= KHL_GROUP_WIDTH && t->small_bytes[khl_mask_lowest(nb)])
+        return t->small_bytes[khl_mask_lowest(nb)];
+    return khl_table_block_size(b, t);
+}
+
+static inline size_t khl_single_size(const khl_block_t *b, const khl_type_t *t)
+{
+    return khl_table_block_size(b, t);
+}
+
+/* The block is b's only allocation. */
+static inline void *khl_single_allocation(khl_block_t *b, const khl_type_t *t, unsigned i, size_t *bytes)
+{
+    if (i)
+        return NULL;
+    *bytes = khl_single_bytes(b, t);
+    return khl_single_base(b);
+}
+
+/* The new block allocated before anything changes, the old one freed after
+ * the build; or, on an allocator that resizes, a growing block resized and
+ * spread in place (a failed resize leaves the old block as it was). */
+static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t **bp,
+                                       const khl_block_t *from, const khl_type_t *t,
+                                       khl_allocf fn, void *ud, int resizes)
+{
+    khl_block_t *old = *bp;
+    size_t old_bytes;
+    void *mem;
+    if (planned <= 0)
+        return planned;
+    if (resizes && from == old && (old_bytes = khl_table_resize_from(old, p, t)) != 0) {
+        uint32_t old_nb = old->n_buckets;     /* the resize may free old */
+        if (!(mem = fn(ud, khl_single_base(old), old_bytes, p->bytes)))
+            return -1;
+        *bp = khl_table_spread(mem, old_nb, p, t);
+        return 0;
+    }
+    if (!(mem = fn(ud, NULL, 0, p->bytes)))
+        return -1;
+    *bp = khl_table_build_block(mem, p, from, from && from == old, t);
+    if (old)
+        fn(ud, khl_single_base(old), khl_table_block_size(old, t), 0);
+    return 0;
 }
 
 #ifdef __cplusplus
@@ -738,10 +757,17 @@ template <bool IsMap> constexpr int khl_require_map()
     }
 #define KHL_I_VALSWAP_0(name, s, nb, i, j) (void)(nb);
 
-/* The handle, the slots, and the inline accessors the public macros use.
- * Slots are pairs, or (khl_soa_: a map whose pair would be padded) keys
- * then values: chosen per type at compile time. */
-#define KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, alloc_t, alloc_m)        \
+/* A table type: its handle, where its storage S keeps the buckets, its
+ * slots, and the inline accessors the public macros use (KHL_I_IMPL
+ * generates the operations). */
+#define KHL_I_TYPE(name, khkey_t, khval_t, is_map, S, alloc_t, alloc_m)             \
+    KHL_I_TYPE_HANDLE(name, khkey_t, khval_t, is_map, alloc_t, alloc_m)             \
+    KHL_I_TYPE_STORAGE(name, S)                                                     \
+    KHL_I_TYPE_SLOTS(name, khkey_t, khval_t, is_map)                                \
+    KHL_I_TYPE_ACCESS(name, khkey_t, khval_t)
+
+/* The key, value and pair types, the handle, and the type's constants. */
+#define KHL_I_TYPE_HANDLE(name, khkey_t, khval_t, is_map, alloc_t, alloc_m)         \
     KHL_STATIC_ASSERT((is_map) == 0 || (is_map) == 1, "is_map must be 0 or 1");     \
     typedef khkey_t khl_keyt_##name;                                                \
     typedef khval_t khl_valt_##name;                                                \
@@ -752,30 +778,58 @@ template <bool IsMap> constexpr int khl_require_map()
         khl_block_t *b;                                                             \
         alloc_t alloc_m;                                                            \
     } khl_t_##name;                                                                 \
-    enum { khl_ismap_##name = (is_map), khl_layout_##name = (layout),              \
-           khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) }; \
-    static inline KHL_UNUSED char *khl_slots_##name(khl_block_t *b)                 \
+    enum { khl_ismap_##name = (is_map),                                             \
+           khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) };
+
+/* The type's names for its storage's functions (see "storage" above), so
+ * that the operations, which a KHL_DEFINE generates apart from the type,
+ * need not be told the storage.  The hot ones are forced inline, as are
+ * khl_single's: left to gcc -O3, the extra level of inlining changed its
+ * choices in a benchmark's erase loop. */
+#define KHL_I_TYPE_STORAGE(name, S)                                                 \
+    enum { khl_firstput_##name = S##_first_put };                                   \
+    static inline KHL_UNUSED KHL_HOT_INLINE unsigned char *khl_ctrlof_##name(       \
+        khl_block_t *b)                                                             \
     {                                                                               \
-        return khl_pairs_at(b, khl_layout_##name, KHL_ALIGNOF(khl_pairt_##name));   \
+        return S##_ctrl(b);                                                         \
     }                                                                               \
-    /* The slots of a table of more than one group. */                              \
-    static inline KHL_UNUSED char *khl_largeslots_##name(khl_block_t *b)              \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_slots_##name(khl_block_t *b)  \
     {                                                                               \
-        if (khl_layout_##name != KHL_LAYOUT_SINGLE)                                 \
-            return khl_split_of(b)->pairs;                                          \
-        return khl_large_slots(b);                                              \
+        return S##_slots(b, KHL_ALIGNOF(khl_pairt_##name));                         \
     }                                                                               \
-    /* A one-group table's slots.  Its single block starts at b, aligned for */   \
-    /* max_align_t, so their offset follows from nb alone. */                       \
-    static inline KHL_UNUSED char *khl_smallslots_##name(khl_block_t *b, unsigned char *ctrl, \
-                                                         uint32_t nb)               \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_largeslots_##name(            \
+        khl_block_t *b, uint32_t nb)                                                \
     {                                                                               \
-        if (khl_layout_##name != KHL_LAYOUT_SINGLE)                                 \
-            return khl_split_of(b)->pairs;                                          \
-        if (KHL_ALIGNOF(khl_pairt_##name) <= KHL_ALIGNOF(khl_max_align_t))          \
-            return (char *)b + KHL_I_ALIGN_UP(KHL_I_HEADER_BYTES + nb, KHL_ALIGNOF(khl_pairt_##name)); \
-        return khl_slots_after(ctrl, nb, KHL_ALIGNOF(khl_pairt_##name));            \
+        return S##_largeslots(b, nb);                                               \
     }                                                                               \
+    static inline KHL_UNUSED KHL_HOT_INLINE char *khl_smallslots_##name(            \
+        khl_block_t *b, unsigned char *ctrl, uint32_t nb)                           \
+    {                                                                               \
+        return S##_smallslots(b, ctrl, nb, KHL_ALIGNOF(khl_pairt_##name));          \
+    }                                                                               \
+    static inline KHL_UNUSED khl_regions_t khl_regionsof_##name(khl_block_t *b)     \
+    {                                                                               \
+        return S##_regions(b, KHL_ALIGNOF(khl_pairt_##name));                       \
+    }                                                                               \
+    static inline KHL_UNUSED int khl_carryout_##name(int planned, khl_plan_t *p, khl_block_t **bp, \
+        const khl_block_t *from, const khl_type_t *t, khl_allocf fn, void *ud, int resizes) \
+    {                                                                               \
+        return S##_carry_out(planned, p, bp, from, t, fn, ud, resizes);             \
+    }                                                                               \
+    static inline KHL_UNUSED void *khl_allocation_##name(khl_block_t *b, const khl_type_t *t, \
+                                                         unsigned i, size_t *bytes) \
+    {                                                                               \
+        return S##_allocation(b, t, i, bytes);                                      \
+    }                                                                               \
+    static inline KHL_UNUSED size_t khl_bytesof_##name(const khl_block_t *b, const khl_type_t *t) \
+    {                                                                               \
+        return S##_size(b, t);                                                      \
+    }
+
+/* Slot i's key and value, and copying or swapping slots.  Slots are pairs,
+ * or (khl_soa_: a map whose pair would be padded) values then keys: chosen
+ * per type at compile time. */
+#define KHL_I_TYPE_SLOTS(name, khkey_t, khval_t, is_map)                            \
     static inline KHL_UNUSED khkey_t *khl_keyp_##name(char *slots, uint32_t nb, uint32_t i) \
     {                                                                               \
         return khl_soa_##name                                                       \
@@ -808,7 +862,11 @@ template <bool IsMap> constexpr int khl_require_map()
             ((khl_pairt_##name *)(void *)s)[i] = ((khl_pairt_##name *)(void *)s)[j]; \
             ((khl_pairt_##name *)(void *)s)[j] = tp_;                               \
         }                                                                           \
-    }                                                                               \
+    }
+
+/* The public accessors: khl_key, khl_val, khl_exist, khl_next, the cursor,
+ * khl_size and khl_n_buckets. */
+#define KHL_I_TYPE_ACCESS(name, khkey_t, khval_t)                                   \
     static inline KHL_UNUSED khkey_t *khl_keyat_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
         return khl_keyp_##name(khl_slots_##name(h->b), h->b->n_buckets, k);         \
@@ -819,15 +877,15 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     static inline KHL_UNUSED int khl_exist_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
-        return khl_ctrl_at(h->b, khl_layout_##name)[k] < KHL_CTRL_EMPTY;            \
+        return khl_ctrlof_##name(h->b)[k] < KHL_CTRL_EMPTY;                         \
     }                                                                               \
     static inline KHL_UNUSED khl_iter_t khl_next_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
-        return h->b ? khl_scan_full(khl_ctrl_at(h->b, khl_layout_##name), h->b->n_buckets, k) : 0u; \
+        return h->b ? khl_scan_full(khl_ctrlof_##name(h->b), h->b->n_buckets, k) : 0u; \
     }                                                                               \
     static inline KHL_UNUSED khl_cursor_t khl_cursor_##name(const khl_t_##name *h)  \
     {                                                                               \
-        return khl_cursor_start(h->b ? khl_ctrl_at(h->b, khl_layout_##name) : NULL, \
+        return khl_cursor_start(h->b ? khl_ctrlof_##name(h->b) : NULL,              \
                                 h->b ? h->b->n_buckets : 0u);                       \
     }                                                                               \
     static inline KHL_UNUSED int khl_cursornext_##name(const khl_t_##name *h, khl_cursor_t *c) \
@@ -869,7 +927,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * Declares ctrl_, w_ (its control bytes) and slots_; runs FOUND with i =
  * the bucket holding key, or falls through. */
 #define KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, FOUND)                   \
-    unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                       \
+    unsigned char *ctrl_ = khl_ctrlof_##name(b);                       \
     khl_group_t w_ = khl_group_load(ctrl_);                                         \
     char *slots_ = khl_smallslots_##name(b, ctrl_, nb);                             \
     {                                                                               \
@@ -894,7 +952,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * the bucket holding key, slots_ its slots and sctrl_ its control bytes,
  * or EMPTY for each empty bucket i, then falls through. */
 #define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
-    unsigned char *sctrl_ = khl_ctrl_at(b, khl_layout_##name);                      \
+    unsigned char *sctrl_ = khl_ctrlof_##name(b);                      \
     char *slots_ = khl_smallslots_##name(b, sctrl_, nb);                            \
     {                                                                               \
         uint32_t i = nb - 1u;                                                       \
@@ -916,7 +974,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * base_ is its first bucket, w_ its control bytes. */
 #define KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots, ON_GROUP, FOUND)         \
     {                                                                               \
-        unsigned char *ctrl_ = khl_ctrl_at(b, khl_layout_##name);                   \
+        unsigned char *ctrl_ = khl_ctrlof_##name(b);                   \
         const unsigned char tag_ = khl_tag(hash);                                   \
         const khl_tags_t tags_ = khl_group_tags(tag_);                              \
         const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
@@ -1010,7 +1068,18 @@ static inline uint64_t khl_mix(uint64_t hash)
  * their fast paths are a few dozen instructions, and a call costs as much. */
 #define KHL_I_IMPL(SCOPE, HOT, name, hash_fn, eq_fn, alloc_t, alloc_m, FN, UD, RESIZES) \
     KHL_I_MAX_LOAD_CHECK(name)                                                      \
-    /* The only call of hash_fn: every lookup, put, check and rebuild hashes */    \
+    KHL_I_IMPL_HASH(name, hash_fn)                                                  \
+    KHL_I_IMPL_REBUILD(name)                                                        \
+    KHL_I_IMPL_LIFE(SCOPE, name, alloc_t, alloc_m, FN, UD, RESIZES)                 \
+    KHL_I_IMPL_LARGE(name, eq_fn)                                                   \
+    KHL_I_IMPL_FIND(HOT, name, eq_fn)                                               \
+    KHL_I_IMPL_PUTSLOW(name, FN, UD, RESIZES)                                       \
+    KHL_I_IMPL_PUT(HOT, name, eq_fn)                                                \
+    KHL_I_IMPL_DEL(HOT, name)
+
+/* The key's hash, mixed unless hash_fn is declared mixed. */
+#define KHL_I_IMPL_HASH(name, hash_fn)                                              \
+    /* The only call of hash_fn: every lookup, put, check and rebuild hashes */     \
     /* through here (see KHL_I_MIXED). */                                           \
     static inline KHL_UNUSED KHL_HOT_INLINE uint64_t khl_hashof_##name(khl_keyt_##name key) \
     {                                                                               \
@@ -1020,25 +1089,29 @@ static inline uint64_t khl_mix(uint64_t hash)
     static KHL_UNUSED uint64_t khl_hashkey_##name(const void *k)                    \
     {                                                                               \
         return khl_hashof_##name(*(const khl_keyt_##name *)k);                      \
-    }                                                                               \
+    }
+
+/* The two rebuild loops, into new storage and in place, and the type's
+ * description for khl_table.c. */
+#define KHL_I_IMPL_REBUILD(name)                                                    \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
         uint32_t nb = from->n_buckets, base, mask, i;                               \
         khl_walk_from(from->ctrl, nb, 0, &base, &mask);                             \
         for (i = khl_walk_next(from->ctrl, nb, &base, &mask); i < nb;               \
              i = khl_walk_next(from->ctrl, nb, &base, &mask)) {                     \
-            uint64_t hash = khl_hashof_##name(*khl_keyp_##name(from->pairs, nb, i));   \
+            uint64_t hash = khl_hashof_##name(*khl_keyp_##name(from->pairs, nb, i)); \
             uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
             khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
             khl_slotcopy_##name(to->pairs, to->n_buckets, j, from->pairs, nb, i);   \
         }                                                                           \
     }                                                                               \
-    /* In place (hashbrown's way): every key to place is marked deleted; each */   \
-    /* goes to the first free bucket of its walk, unless that is in its own */     \
-    /* group; a marked key found there swaps in and is placed next.  From the */   \
-    /* last bucket down: after a doubling (a resize), the keys of group g go */   \
-    /* to groups 2g and 2g+1, which the walk has emptied of their own keys */     \
-    /* already, so a key in its home group moves once and swaps with none. */     \
+    /* In place (hashbrown's way): every key to place is marked deleted; each */    \
+    /* goes to the first free bucket of its walk, unless that is in its own */      \
+    /* group; a marked key found there swaps in and is placed next.  From the */    \
+    /* last bucket down: after a doubling (a resize), the keys of group g go */     \
+    /* to groups 2g and 2g+1, which the walk has emptied of their own keys */       \
+    /* already, so a key in its home group moves once and swaps with none. */       \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
         uint32_t i, nb = r->n_buckets;                                              \
@@ -1047,7 +1120,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
         for (i = n_placed; i-- > 0;) {                                              \
             while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
-                uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));   \
+                uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i)); \
                 uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash);            \
                 if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
                     khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
@@ -1066,13 +1139,16 @@ static inline uint64_t khl_mix(uint64_t hash)
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
         khl_soa_##name,                                                             \
-        (uint32_t)((KHL_MAX_LOAD) * 65536) / KHL_I_MAX_LOAD_DIVISOR,                 \
+        (uint32_t)((KHL_MAX_LOAD) * 65536) / KHL_I_MAX_LOAD_DIVISOR,                \
         KHL_I_FIRST_BUCKETS(name),                                                  \
-        khl_layout_##name,                                                          \
         khl_move_##name, khl_rehash_##name, khl_hashkey_##name,                     \
         KHL_I_SMALL_BYTES(KHL_I_FIRST_BUCKETS(name), name),                         \
         {KHL_I_SMALL_BYTES(1u, name), KHL_I_SMALL_BYTES(2u, name), KHL_I_SMALL_BYTES(4u, name), \
-         KHL_I_SMALL_BYTES(8u, name), KHL_I_SMALL_BYTES(16u, name)}};               \
+         KHL_I_SMALL_BYTES(8u, name), KHL_I_SMALL_BYTES(16u, name)}};
+
+/* init, destroy, clear, reserve, shrink, copy, block size and check: every
+ * allocator call but a put's. */
+#define KHL_I_IMPL_LIFE(SCOPE, name, alloc_t, alloc_m, FN, UD, RESIZES)             \
     SCOPE void khl_init_##name(khl_t_##name *h, alloc_t alloc_m)                    \
     {                                                                               \
         h->b = NULL;                                                                \
@@ -1080,26 +1156,28 @@ static inline uint64_t khl_mix(uint64_t hash)
     }                                                                               \
     SCOPE void khl_destroy_##name(khl_t_##name *h)                                  \
     {                                                                               \
-        khl_mem_t m_;                                                               \
-        if (khl_layout_##name == KHL_LAYOUT_SINGLE) {                               \
-            if (h->b)                                                               \
-                FN(UD, khl_single_base(h->b), khl_single_bytes(h->b, &khl_type_##name), 0); \
-        } else {                                                                    \
-            khl_table_regions(&m_, h->b, &khl_type_##name);                         \
-            khl_free_regions(&m_, khl_layout_##name, FN, UD);                       \
-        }                                                                           \
+        void *p_;                                                                   \
+        size_t bytes_;                                                              \
+        unsigned i_;                                                                \
+        if (h->b)                                                                   \
+            for (i_ = 0; (p_ = khl_allocation_##name(h->b, &khl_type_##name, i_, &bytes_)); ++i_) \
+                FN(UD, p_, bytes_, 0);                                              \
         h->b = NULL;                                                                \
     }                                                                               \
     SCOPE void khl_clear_##name(khl_t_##name *h)                                    \
     {                                                                               \
-        khl_table_clear(h->b, &khl_type_##name);                                    \
+        khl_regions_t r_;                                                           \
+        if (!h->b)                                                                  \
+            return;                                                                 \
+        r_ = khl_regionsof_##name(h->b);                                            \
+        khl_table_clear(h->b, &r_, &khl_type_##name);                               \
     }                                                                               \
     SCOPE int khl_reserve_##name(khl_t_##name *h, size_t n)                         \
     {                                                                               \
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_reserve_plan(h->b, n, &khl_type_##name, &p_);      \
-        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
-                             khl_layout_##name, FN, UD, RESIZES);                   \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_type_##name,    \
+                                   FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
     {                                                                               \
@@ -1110,39 +1188,48 @@ static inline uint64_t khl_mix(uint64_t hash)
             return 0;                                                               \
         }                                                                           \
         planned_ = khl_table_shrink_plan(h->b, &khl_type_##name, &p_);              \
-        return khl_carry_out(planned_, &p_, &h->b, h->b, &khl_type_##name,         \
-                             khl_layout_##name, FN, UD, RESIZES);                   \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_type_##name,    \
+                                   FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
         khl_plan_t p_;                                                              \
         int planned_ = khl_table_copy_plan(h->b, src->b, &khl_type_##name, &p_);    \
-        return khl_carry_out(planned_, &p_, &h->b, src->b, &khl_type_##name,       \
-                             khl_layout_##name, FN, UD, RESIZES);                   \
+        return khl_carryout_##name(planned_, &p_, &h->b, src->b, &khl_type_##name,  \
+                                   FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
-        return khl_table_block_size(h->b, &khl_type_##name);                        \
+        return khl_bytesof_##name(h->b, &khl_type_##name);                          \
     }                                                                               \
     SCOPE int khl_check_##name(const khl_t_##name *h)                               \
     {                                                                               \
-        return khl_table_check(h->b, &khl_type_##name);                             \
-    }                                                                               \
-    /* The larger tables' lookup and deletion: the bucket holding key, or nb. */  \
-    static inline KHL_UNUSED khl_iter_t khl_findlarge_##name(                 \
+        khl_regions_t r_;                                                           \
+        if (!h->b)                                                                  \
+            return 0;                                                               \
+        r_ = khl_regionsof_##name(h->b);                                            \
+        return khl_table_check(h->b, &r_, &khl_type_##name);                        \
+    }
+
+/* The lookups of a table of more than one group, for get, getp and del_key:
+ * functions of their own, which the compiler inlines or not (see the block's
+ * description). */
+#define KHL_I_IMPL_LARGE(name, eq_fn)                                               \
+    /* The larger tables' lookup: the bucket holding key, or nb. */                 \
+    static inline KHL_UNUSED khl_iter_t khl_findlarge_##name(                       \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
-        char *slots_ = khl_largeslots_##name(b);                                \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, , return i;)            \
         return nb;                                                                  \
     }                                                                               \
-    /* getp's own copy of the lookup: as findlarge and an index, gcc stopped */  \
-    /* inlining it (a hit in a 200k-key table: 63 -> 82 instructions). */          \
-    static inline KHL_UNUSED khl_valt_##name *khl_getplarge_##name(           \
+    /* getp's own copy of the lookup: as findlarge and an index, gcc stopped */     \
+    /* inlining it (a hit in a 200k-key table: 63 -> 82 instructions). */           \
+    static inline KHL_UNUSED khl_valt_##name *khl_getplarge_##name(                 \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
-        char *slots_ = khl_largeslots_##name(b);                                \
+        char *slots_ = khl_largeslots_##name(b, nb);                                \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, ,                       \
                      return khl_valp_##name(slots_, nb, i);)                        \
@@ -1151,37 +1238,45 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* The erase after the walk, not inside it: the walk then keeps no group */  \
     /* or tag for it, and a miss saves the registers (200k u32 keys: a miss */     \
     /* 99 -> 88 instructions, a hit 102 -> 103). */                                 \
-    static inline KHL_UNUSED int khl_dellarge_##name(                         \
+    static inline KHL_UNUSED int khl_dellarge_##name(                               \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
         khl_iter_t i = khl_findlarge_##name(b, nb, hash, key);                      \
         if (i == nb)                                                                \
             return 0;                                                               \
-        khl_erase_at(b, khl_ctrl_at(b, khl_layout_##name), i);                      \
+        khl_erase_at(b, khl_ctrlof_##name(b), i);                                   \
         return 1;                                                                   \
-    }                                                                               \
+    }
+
+/* get, getp and del_key: the one-group lookup inline, a larger table's by
+ * its function. */
+#define KHL_I_IMPL_FIND(HOT, name, eq_fn)                                           \
     HOT khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key)       \
     {                                                                               \
-        KHL_I_FIND(name, eq_fn, h, key, return i;,                         \
+        KHL_I_FIND(name, eq_fn, h, key, return i;,                                  \
                    return khl_findlarge_##name(b_, nb_, hash_, key);)               \
         return nb_;                                                                 \
     }                                                                               \
     HOT khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key) \
     {                                                                               \
-        KHL_I_FIND(name, eq_fn, h, key,                                    \
+        KHL_I_FIND(name, eq_fn, h, key,                                             \
                    return khl_valp_##name(slots_, nb_, i);,                         \
                    return khl_getplarge_##name(b_, nb_, hash_, key);)               \
         return NULL;                                                                \
     }                                                                               \
     HOT int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key)                 \
     {                                                                               \
-        KHL_I_FIND(name, eq_fn, h, key,                                    \
-                   khl_erase_at(b_, khl_ctrl_at(b_, khl_layout_##name), i); return 1;, \
+        KHL_I_FIND(name, eq_fn, h, key,                                             \
+                   khl_erase_at(b_, khl_ctrlof_##name(b_), i); return 1;,           \
                    return khl_dellarge_##name(b_, nb_, hash_, key);)                \
         return 0;                                                                   \
-    }                                                                               \
-    /* The first put of a table, kept out of line and apart from the growth */    \
-    /* (its frame would cost every first put): the first block, of a */            \
+    }
+
+/* A put's out-of-line parts: the first put, and growth or a walk that
+ * passes full groups. */
+#define KHL_I_IMPL_PUTSLOW(name, FN, UD, RESIZES)                                   \
+    /* The first put of a table, kept out of line and apart from the growth */      \
+    /* (its frame would cost every first put): the first block, of a */             \
     /* constant size, laid out inline with the key. */                              \
     static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putfirst_##name(                  \
         khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
@@ -1198,9 +1293,9 @@ static inline uint64_t khl_mix(uint64_t hash)
         *ret = 1;                                                                   \
         return nb - 1u;                                                             \
     }                                                                               \
-    /* The rare part of a put, kept out of line: no growth left (the table */    \
-    /* is rebuilt first), or a walk that passes full groups (their overflow */     \
-    /* bits are set only here, once the put cannot fail). */                      \
+    /* The rare part of a put, kept out of line: no growth left (the table */       \
+    /* is rebuilt first), or a walk that passes full groups (their overflow */      \
+    /* bits are set only here, once the put cannot fail). */                        \
     static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putslow_##name(                   \
         khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
     {                                                                               \
@@ -1208,28 +1303,35 @@ static inline uint64_t khl_mix(uint64_t hash)
         unsigned char *ctrl;                                                        \
         uint32_t slot, base, nb;                                                    \
         khl_plan_t p_;                                                              \
-        if ((!b || !khl_growth_left(b)) &&                                          \
-            khl_carry_out(khl_table_grow_plan(b, &khl_type_##name, &p_), &p_, &h->b, b, \
-                          &khl_type_##name, khl_layout_##name, FN, UD, RESIZES) < 0) { \
-            *ret = -1;                                                              \
-            return khl_nbuckets_##name(h);                                          \
+        if (!b || !khl_growth_left(b)) {                                            \
+            khl_regions_t r_ = {NULL, NULL, 0, 0};                                  \
+            if (b)                                                                  \
+                r_ = khl_regionsof_##name(b);                                       \
+            if (khl_carryout_##name(khl_table_grow_plan(b, &r_, &khl_type_##name, &p_), &p_, \
+                                    &h->b, b, &khl_type_##name, FN, UD, RESIZES) < 0) { \
+                *ret = -1;                                                          \
+                return khl_nbuckets_##name(h);                                      \
+            }                                                                       \
         }                                                                           \
         b = h->b;                                                                   \
         nb = b->n_buckets;                                                          \
-        ctrl = khl_ctrl_at(b, khl_layout_##name);                                   \
+        ctrl = khl_ctrlof_##name(b);                                                \
         slot = khl_find_free(ctrl, nb, khl_shift_of(b), hash);                      \
         base = slot & ~(KHL_GROUP_WIDTH - 1u);                                      \
         khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), slot - base, khl_tag(hash)); \
         *khl_keyp_##name(khl_slots_##name(b), nb, slot) = key;                      \
         *ret = 1;                                                                   \
         return slot;                                                                \
-    }                                                                               \
-    /* A put into a table of more than one group: into its home group when */   \
-    /* that has an empty bucket (then the walk passed no full group). */          \
-    static inline KHL_UNUSED khl_iter_t khl_putlarge_##name(                  \
+    }
+
+/* put, and the put into a table of more than one group. */
+#define KHL_I_IMPL_PUT(HOT, name, eq_fn)                                            \
+    /* A put into a table of more than one group: into its home group when */       \
+    /* that has an empty bucket (then the walk passed no full group). */            \
+    static inline KHL_UNUSED khl_iter_t khl_putlarge_##name(                        \
         khl_t_##name *h, khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key, int *ret) \
     {                                                                               \
-        char *slots = khl_largeslots_##name(b);                                 \
+        char *slots = khl_largeslots_##name(b, nb);                                 \
         uint32_t base = UINT32_MAX, f;                                              \
         khl_group_t home_w;                                                         \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
@@ -1242,7 +1344,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (KHL_UNLIKELY(base == UINT32_MAX || !(f = khl_group_empty(home_w)) ||    \
                          !khl_ext(b)->growth_left))                                 \
             return khl_putslow_##name(h, hash, key, ret);                           \
-        khl_fill_in(b, nb, khl_ctrl_at(b, khl_layout_##name) + base, home_w,        \
+        khl_fill_in(b, nb, khl_ctrlof_##name(b) + base, home_w,                     \
                     khl_mask_highest(f), khl_tag(hash));                            \
         *khl_keyp_##name(slots, nb, base + khl_mask_highest(f)) = key;              \
         *ret = 1;                                                                   \
@@ -1257,15 +1359,15 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
         if (KHL_UNLIKELY(b == NULL))                                                \
-            return khl_layout_##name == KHL_LAYOUT_SINGLE                           \
+            return khl_firstput_##name                                              \
                        ? khl_putfirst_##name(h, hash, key, ret)                     \
                        : khl_putslow_##name(h, hash, key, ret);                     \
         nb = b->n_buckets;                                                          \
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
             return khl_putlarge_##name(h, b, nb, hash, key, ret);                   \
         if (nb <= KHL_SCAN_BUCKETS) {                                               \
-            /* A bucket not full is empty (I4).  j: the */                         \
-            /* highest; a byte store, which the next scan's loads forward. */      \
+            /* A bucket not full is empty (I4).  j: the */                          \
+            /* highest; a byte store, which the next scan's loads forward. */       \
             j = UINT32_MAX;                                                         \
             KHL_I_SCAN(name, eq_fn, b, nb, key, *ret = 0; return i;,                \
                        if (j == UINT32_MAX) j = i;)                                 \
@@ -1278,8 +1380,8 @@ static inline uint64_t khl_mix(uint64_t hash)
             return j;                                                               \
         }                                                                           \
         {                                                                           \
-            /* A free bucket is an empty one (I4), and the */                      \
-            /* table may fill.  The highest: see the block's description. */       \
+            /* A free bucket is an empty one (I4), and the */                       \
+            /* table may fill.  The highest: see the block's description. */        \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
             f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
             if (KHL_UNLIKELY(!f_))                                                  \
@@ -1291,28 +1393,31 @@ static inline uint64_t khl_mix(uint64_t hash)
             *ret = 1;                                                               \
             return j;                                                               \
         }                                                                           \
-    }                                                                               \
+    }
+
+/* del: the deletion of the key in a bucket. */
+#define KHL_I_IMPL_DEL(HOT, name)                                                   \
     HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
     {                                                                               \
         unsigned char *ctrl;                                                        \
         if (!h->b || k >= h->b->n_buckets)                                          \
             return;                                                                 \
-        ctrl = khl_ctrl_at(h->b, khl_layout_##name);                                \
+        ctrl = khl_ctrlof_##name(h->b);                                             \
         if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
             khl_erase_at(h->b, ctrl, k);                                            \
     }
 
-/* KHL_INIT with a layout: the benchmarks and tests build the split layouts
- * from the same code, so the merge measurement compares like with like. */
-#define KHL_INIT_LAYOUT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, layout)     \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, layout, const khl_allocator_t *, a)   \
+/* KHL_INIT (khashlite.h) on storage S: khl_single, the one block; a
+ * benchmark's other storages run the same table code. */
+#define KHL_I_INIT_STORAGE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, S)       \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, S, const khl_allocator_t *, a)       \
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
                const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD, KHL_I_HOOK_RESIZES)
 
 /* KHL_INIT_ALLOC (khashlite.h): the allocator is the function allocf, the
  * handle's second word its ud. */
 #define KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)    \
-    KHL_I_TYPE(name, khkey_t, khval_t, is_map, KHL_LAYOUT_SINGLE, void *, ud)       \
+    KHL_I_TYPE(name, khkey_t, khval_t, is_map, khl_single, void *, ud)              \
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
                void *, ud, allocf, h->ud, KHL_I_DECLARED(KHL_ALLOC_RESIZES_##allocf))
 

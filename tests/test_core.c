@@ -101,11 +101,12 @@ Test(core, first_blocks_fit_88_bytes)
      * khl_table.c's block size, the checker would say so. */
     khl_type_t wrong = khl_type_c32;
     wrong.first_bytes += 8;
-    cr_assert_eq(khl_table_check(a.b, &khl_type_c32), 0);
-    cr_assert_eq(khl_table_check(a.b, &wrong), -1);
+    khl_regions_t r = khl_regionsof_c32(a.b);
+    cr_assert_eq(khl_table_check(a.b, &r, &khl_type_c32), 0);
+    cr_assert_eq(khl_table_check(a.b, &r, &wrong), -1);
     khl_type_t wrong_small = khl_type_c32;      /* a growth's block size, likewise */
     wrong_small.small_bytes[3] += 8;
-    cr_assert_eq(khl_table_check(a.b, &wrong_small), -1);
+    cr_assert_eq(khl_table_check(a.b, &r, &wrong_small), -1);
     khl_destroy(c32, &a);
     khl_destroy(big, &b);
     khl_destroy(cs64, &c);

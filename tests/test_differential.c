@@ -3,12 +3,13 @@
  * compared after every step; and the same workload with the k-th allocation
  * failing, for every k, checking that a failed call changed nothing.
  * Covers int, int64 and string keys, sets and maps, and the split layouts
- * the benchmarks use; the table's invariants are checked as it goes. */
+ * the benchmarks use (bench/peers/khl_split.h); the table's invariants are checked as it goes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/peers/khl_split.h"
 #include "khashlite/khashlite.h"
 #include "support.h"
 

@@ -250,10 +250,10 @@ Test(table, reserve_too_large_fails_and_changes_nothing)
 /* A type-independent operation given a pair size no block can hold. */
 static int reserve_with_pair_size(size_t pair_size, size_t n, test_alloc_t *t)
 {
-    khl_type_t huge = {pair_size, 8, pair_size, 0, 1, 0, 57344, 1, KHL_LAYOUT_SINGLE, NULL, NULL, NULL, 0, {0}};
+    khl_type_t huge = {pair_size, 8, pair_size, 0, 1, 0, 57344, 1, NULL, NULL, NULL, 0, {0}};
     khl_block_t *b = NULL;
     khl_plan_t p;
-    int r = khl_carry_out(khl_table_reserve_plan(b, n, &huge, &p), &p, &b, b, &huge, KHL_LAYOUT_SINGLE, t->a.fn, t->a.ud, t->a.resizes);
+    int r = khl_single_carry_out(khl_table_reserve_plan(b, n, &huge, &p), &p, &b, b, &huge, t->a.fn, t->a.ud, t->a.resizes);
     cr_assert_null(b);
     return r;
 }

@@ -8,6 +8,7 @@
 
 #include "adapter.h"
 #include "khashlite/khashlite.h"
+#include "khl_split.h"
 
 extern const khl_allocator_t *peers_khl_alloc;            /* khl_libc_allocator until set */
 extern const khl_allocator_t peers_khl_count_allocator;   /* through peers_malloc */
@@ -67,7 +68,7 @@ extern const khl_allocator_t peers_khl_count_allocator;   /* through peers_mallo
     PEERS_GEN(TAG, BP)
 
 /* Declares the khashlite map TAG of blueprint BP's types (hash HASH,
- * equality EQ, layout LAYOUT) and adapts it. */
+ * equality EQ, layout LAYOUT: khl_split.h) and adapts it. */
 #define PEERS_KHL_TABLE(TAG, BP, HASH, EQ, LAYOUT)                                    \
     KHL_INIT_LAYOUT(TAG, peers_##BP##_K, peers_##BP##_V, 1, HASH, EQ, LAYOUT)         \
     PEERS_KHL(TAG, TAG, BP)

@@ -1,6 +1,6 @@
 /* churn.c: program `churn`, what merging a table's allocations gains for the
  * tiny tables interpreters make by the million.  The same table code runs in three
- * layouts (KHL_INIT_LAYOUT): single (header + ctrl + keys + values in one
+ * layouts (KHL_INIT_LAYOUT, peers/khl_split.h): single (header + ctrl + keys + values in one
  * block), split2 (header + one data block: mruby since 2013) and split3
  * (header + ctrl + keys + values each allocated: klib's khash).
  *
@@ -27,6 +27,7 @@
 #include "harness/bench.h"
 #include "khashlite/khashlite.h"
 #include "khashlite/khl_pool_inline.h"
+#include "peers/khl_split.h"
 #include "support/check_alloc.h"
 #include "support/prng.h"
 

@@ -17,8 +17,9 @@
  *
  * Why three ways.  The ivar and method tables come in three kinds, so one
  * program can measure what the table's allocation pattern costs:
- *   om_single_*   khashlite, one block per table (KHL_LAYOUT_SINGLE)
- *   om_split3_*   khashlite, header + ctrl + keys + vals (KHL_LAYOUT_SPLIT3:
+ *   om_single_*   khashlite, one block per table (KHL_INIT)
+ *   om_split3_*   khashlite, header + ctrl + keys + vals (KHL_LAYOUT_SPLIT3,
+ *                 bench/peers/khl_split.h:
  *                 khash's shape with khashlite's probing)
  *   om_khash_*    htslib's klib khash
  * The variant code is one template, objmodel_variant.h, included once per
@@ -48,6 +49,8 @@
 
 #include "khashlite/khashlite.h"
 #include "khashlite/khl_pool.h"
+/* The split3 kind: the benchmarks' storage, not the library's. */
+#include "bench/peers/khl_split.h"
 
 /* ------------------------------------------------------------------------ */
 /* Values: tagged 64-bit words                                               */

@@ -2,7 +2,7 @@
 # top-level Makefile).  The model itself is header-only.
 OBJMODEL_HEADERS = $(wildcard examples/objmodel/*.h)
 
-$(BUILD)/examples/objmodel-demo: examples/objmodel/demo.c $(OBJMODEL_HEADERS) $(HEADERS) $(LIB)
+$(BUILD)/examples/objmodel-demo: examples/objmodel/demo.c $(OBJMODEL_HEADERS) $(SPLIT_HEADER) $(HEADERS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(KHL_CFLAGS) $(LDFLAGS) -o $@ examples/objmodel/demo.c $(LIB)
 

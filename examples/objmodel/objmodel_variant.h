@@ -17,8 +17,8 @@ typedef struct OM(object) OM(object);
 #if OM_KIND == OM_KIND_SINGLE || OM_KIND == OM_KIND_SPLIT3
 
 #if OM_KIND == OM_KIND_SINGLE
-KHL_INIT_LAYOUT(om_iv_single, om_sym, om_value, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SINGLE)
-KHL_INIT_LAYOUT(om_mt_single, om_sym, om_method_fn, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SINGLE)
+KHL_INIT(om_iv_single, om_sym, om_value, 1, khl_hash_u32, khl_eq_int)
+KHL_INIT(om_mt_single, om_sym, om_method_fn, 1, khl_hash_u32, khl_eq_int)
 #define OM_IV om_iv_single
 #define OM_MT om_mt_single
 #else
