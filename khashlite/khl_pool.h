@@ -32,7 +32,7 @@
  * they hand out; allocation prefetches the block it will hand out next.
  * With no free block a class bumps a pointer through the never-used part of
  * its current chunk, so taking a new chunk never costs a pass over its
- * blocks: one mmap.  Its pages come in one at a time ahead of the bump
+ * blocks: one mmap.  Its pages come in a step at a time ahead of the bump
  * pointer (unless lazy_pages), so that no allocation waits for a page fault.
  * Larger requests up to large_max (default 4 MiB) are spans: runs of
  * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
@@ -125,8 +125,9 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * retries. */
     int    lazy_pages;       /* 1: never pre-fault a chunk; its pages fault in as its blocks are first written */
     /* By default (0), a chunk the pool maps itself (no backing allocator)
-     * has its pages faulted in one at a time (a block at a time for blocks
-     * over a page) ahead of the bump pointer, each step in one system call
+     * has its pages faulted in a step at a time ahead of the bump pointer
+     * (a page, or 4 of its class's blocks up to 16 KiB, whichever is more:
+     * a page for blocks up to 1 KiB), each step in one system call
      * (MADV_POPULATE_WRITE; a touch per page on kernels before 5.14) by the
      * allocation that reaches it, so no allocation waits for a trapped
      * page fault and none faults more pages than glibc's slowest calls do
