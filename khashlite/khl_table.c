@@ -122,10 +122,8 @@ static void set_counters(khl_block_t *b, uint32_t nb, uint32_t size, int reserve
 static int plan_block(khl_plan_t *p, uint32_t nb, const khl_type_t *t)
 {
     p->nb = nb;
-    if (nb <= GROUP && t->small_bytes[khl_mask_lowest(nb)]) {
-        p->bytes = t->small_bytes[khl_mask_lowest(nb)];
+    if ((p->bytes = khl_small_bytes(nb, t)) != 0)
         return 1;
-    }
     p->bytes = block_bytes(nb, t);
     return p->bytes ? 1 : -1;
 }
@@ -198,18 +196,25 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
     verified(b, &to, t);
 }
 
-/* The block: the header at its constant offset from the allocation, the
- * slots after the control bytes, aligned for this address. */
+/* Where the slots of block b (nb buckets) start: after the control bytes,
+ * aligned for this address; a larger table records it (khl_large_slots). */
+static char *place_slots(khl_block_t *b, uint32_t nb, const khl_type_t *t)
+{
+    char *pairs = khl_slots_after(khl_single_ctrl(b), khl_ctrl_bytes(nb), pairs_align(nb, t));
+    if (nb > GROUP)
+        khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
+    return pairs;
+}
+
+/* The block: the header at its constant offset from the allocation. */
 khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_block_t *src,
                                    int rebuild, const khl_type_t *t)
 {
     uint32_t nb = p->nb;
     khl_block_t *b = (khl_block_t *)(void *)((char *)mem + block_header(nb) - KHL_I_HEADER_BYTES);
     unsigned char *ctrl = khl_single_ctrl(b);
-    char *pairs = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
+    char *pairs = place_slots(b, nb, t);
     khl_regions_t from;
-    if (nb > GROUP)
-        khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
     if (src)
         from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align);
     khl_table_build(b, ctrl, pairs, (size_t)(pairs + slots_bytes(nb, t) - (char *)ctrl), src,
@@ -243,8 +248,8 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
     khl_block_t *b = (khl_block_t *)(void *)((char *)mem + sizeof(khl_block_ext_t));
     unsigned char *ctrl = khl_single_ctrl(b);
     uint32_t nb = p->nb;
-    char *from = (char *)b + khl_ext(b)->slots;
-    char *to = khl_slots_after(ctrl, khl_ctrl_bytes(nb), pairs_align(nb, t));
+    char *from = (char *)b + khl_ext(b)->slots;     /* read before place_slots */
+    char *to = place_slots(b, nb, t);
     khl_regions_t r;
     if (t->soa) {
         move_up(to + KHL_I_SOA_KEYS(nb, t->val_size, t->key_align),
@@ -255,7 +260,6 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, c
     }
     memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
     set_counters(b, nb, b->size, p->reserved, t);
-    khl_ext(b)->slots = (uint32_t)(to - (char *)b);
     r = khl_single_regions(b, t->pair_align);
     t->rehash(&r, old_nb);
     verified(b, &r, t);

@@ -234,6 +234,13 @@ typedef struct khl_type {
     size_t small_bytes[5];
 } khl_type_t;
 
+/* The constant bytes of a one-group block of nb buckets (t->small_bytes),
+ * or 0: more than one group, or a type that leaves them to khl_table.c. */
+static inline size_t khl_small_bytes(uint32_t nb, const khl_type_t *t)
+{
+    return nb <= KHL_GROUP_WIDTH ? t->small_bytes[khl_mask_lowest(nb)] : 0;
+}
+
 /* --- type-independent operations (khl_table.c) ------------------------------ */
 
 /* What a rebuild, reserve, shrink or copy is to allocate: a block of
@@ -665,11 +672,11 @@ static inline void *khl_single_base(khl_block_t *b)
 static inline size_t khl_single_bytes(const khl_block_t *b, const khl_type_t *t)
 {
     uint32_t nb = b->n_buckets;
+    size_t small;
     if (nb == t->first_buckets)
         return t->first_bytes;
-    if (nb <= KHL_GROUP_WIDTH && t->small_bytes[khl_mask_lowest(nb)])
-        return t->small_bytes[khl_mask_lowest(nb)];
-    return khl_table_block_size(b, t);
+    small = khl_small_bytes(nb, t);
+    return small ? small : khl_table_block_size(b, t);
 }
 
 static inline size_t khl_single_size(const khl_block_t *b, const khl_type_t *t)
