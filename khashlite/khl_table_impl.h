@@ -953,25 +953,33 @@ template <bool IsMap> constexpr int khl_require_map()
  * (an interpreter's symbol keys). */
 #define KHL_SCAN_BUCKETS 4u
 
-/* The scan of a table of at most KHL_SCAN_BUCKETS buckets, from the highest
- * bucket down, a control byte at a time (a byte load forwards from the byte
- * store of the put before it; a wider one would wait).  Runs FOUND with i =
- * the bucket holding key, slots_ its slots and sctrl_ its control bytes,
- * or EMPTY for each empty bucket i, then falls through. */
-#define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
-    unsigned char *sctrl_ = khl_ctrlof_##name(b);                      \
-    char *slots_ = khl_smallslots_##name(b, sctrl_, nb);                            \
+/* The scan of a table of at most KHL_SCAN_BUCKETS buckets (4, 2 or 1),
+ * from the highest bucket down, unrolled, a control byte at a time (a byte
+ * load forwards from the byte store of the put before it; a wider one would
+ * wait).  Runs FOUND with i = the bucket holding key, slots_ its slots and
+ * sctrl_ its control bytes, or EMPTY for each empty bucket i, then falls
+ * through. */
+#define KHL_I_SCAN_AT(name, eq_fn, nb, at, key, FOUND, EMPTY)                       \
     {                                                                               \
-        uint32_t i = nb - 1u;                                                       \
-        for (;; --i) {                                                              \
-            if (sctrl_[i] < KHL_CTRL_EMPTY) {                                       \
-                if (eq_fn(*khl_keyp_##name(slots_, nb, i), (key))) { FOUND }        \
-            } else {                                                                \
-                EMPTY                                                               \
-            }                                                                       \
-            if (!i)                                                                 \
-                break;                                                              \
+        const uint32_t i = (at);                                                    \
+        if (sctrl_[i] < KHL_CTRL_EMPTY) {                                           \
+            if (eq_fn(*khl_keyp_##name(slots_, nb, i), (key))) { FOUND }            \
+        } else {                                                                    \
+            EMPTY                                                                   \
         }                                                                           \
+    }
+#define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
+    unsigned char *sctrl_ = khl_ctrlof_##name(b);                                   \
+    char *slots_ = khl_smallslots_##name(b, sctrl_, nb);                            \
+    if (nb == 4u) {                                                                 \
+        KHL_I_SCAN_AT(name, eq_fn, 4u, 3u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 4u, 2u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 4u, 1u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 4u, 0u, key, FOUND, EMPTY)                       \
+    } else {                                                                        \
+        if (nb == 2u)                                                               \
+            KHL_I_SCAN_AT(name, eq_fn, 2u, 1u, key, FOUND, EMPTY)                   \
+        KHL_I_SCAN_AT(name, eq_fn, nb, 0u, key, FOUND, EMPTY)                       \
     }
 
 /* The walk of a table of more than one group, shared by get, put and

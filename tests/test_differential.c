@@ -2,7 +2,8 @@
  * table and against an obviously correct model (an array indexed by key id),
  * compared after every step; and the same workload with the k-th allocation
  * failing, for every k, checking that a failed call changed nothing.
- * Covers int, int64 and string keys, sets and maps, and the split layouts
+ * Covers int, int64 and string keys, sets and maps, a map of 56-byte values
+ * (its first blocks hold 1, 2 and 4 buckets: every size of the scan), and the split layouts
  * the benchmarks use (bench/peers/khl_split.h); the table's invariants are checked as it goes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -16,6 +17,9 @@
 KHL_MAP_INIT_INT(d32, uint32_t)
 KHL_MAP_INIT_INT64(d64, uint32_t)
 KHL_MAP_INIT_STR(dstr, uint32_t)
+/* 56 bytes of value: pairs of 64, a first block of 1 bucket. */
+typedef struct { uint64_t w[7]; } big_t;
+KHL_MAP_INIT_INT64(dbig, big_t)
 KHL_SET_INIT_INT(ds32)
 KHL_SET_INIT_INT64(ds64)
 KHL_SET_INIT_STR(dsstr)
@@ -154,6 +158,7 @@ static void make_keys(void)
 DIFF_RUN(run_d32, d32, keys32, 1, MAP_VAL, 1)
 DIFF_RUN(run_d64, d64, keys64, 1, MAP_VAL, 1)
 DIFF_RUN(run_dstr, dstr, keysstr, 1, MAP_VAL, 1)
+DIFF_RUN(run_dbig, dbig, keys64, 1, MAP_VAL, 1)
 DIFF_RUN(run_ds32, ds32, keys32, 0, SET_VAL, 1)
 DIFF_RUN(run_ds64, ds64, keys64, 0, SET_VAL, 1)
 DIFF_RUN(run_dsstr, dsstr, keysstr, 0, SET_VAL, 1)
@@ -184,6 +189,7 @@ static void failure_injection(run_fn run)
 Test(differential, int_map) { differential(run_d32); }
 Test(differential, int64_map) { differential(run_d64); }
 Test(differential, str_map) { differential(run_dstr); }
+Test(differential, int64_map_of_large_values) { differential(run_dbig); }
 Test(differential, int_set) { differential(run_ds32); }
 Test(differential, int64_set) { differential(run_ds64); }
 Test(differential, str_set) { differential(run_dsstr); }
@@ -194,6 +200,7 @@ Test(differential, int64_set_split2) { differential(run_ds64split2); }
 
 Test(oom, int_map) { failure_injection(run_d32); }
 Test(oom, str_map) { failure_injection(run_dstr); }
+Test(oom, int64_map_of_large_values) { failure_injection(run_dbig); }
 Test(oom, int64_set) { failure_injection(run_ds64); }
 Test(oom, int_map_split2) { failure_injection(run_d32split2); }
 Test(oom, int_map_split3) { failure_injection(run_d32split3); }
