@@ -222,6 +222,24 @@ khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_blo
     return b;
 }
 
+khl_block_t *khl_table_grow_small(void *mem, const khl_block_t *src, const khl_type_t *t)
+{
+    khl_block_t *b = (khl_block_t *)mem;
+    uint32_t nb = 2u * src->n_buckets;
+    khl_regions_t from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align), to;
+    to.ctrl = khl_single_ctrl(b);
+    to.pairs = place_slots(b, nb, t);
+    to.n_buckets = nb;
+    to.shift = KHL_I_TAG_SHIFT;
+    /* The new buckets empty, and the window past them defined, before the
+     * slots, which may start inside that window, are written. */
+    memset(to.ctrl, KHL_CTRL_EMPTY, GROUP);
+    set_counters(b, nb, src->size, 0, t);
+    copy_buckets(&to, &from, from.n_buckets, t);
+    verified(b, &to, t);
+    return b;
+}
+
 size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t)
 {
     size_t bytes;

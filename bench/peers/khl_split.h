@@ -147,7 +147,7 @@ static inline KHL_HOT_INLINE int khl_split_carry_out(int planned, khl_plan_t *p,
 
 /* The storage functions of both, from those above. */
 #define KHL_SPLIT_STORAGE(S, three)                                                 \
-    enum { S##_first_put = 0 };                                                     \
+    enum { S##_small_inline = 0 };                                                  \
     static inline unsigned char *S##_ctrl(khl_block_t *b)                           \
     {                                                                               \
         return khl_split_of(b)->ctrl;                                               \
