@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # mruby/bench.sh MODE CSV: the `mruby` section of `make bench` (called by
 # bench/scripts/run.sh).  Times mruby 3.1 stock and khl (iv and method
-# tables on khashlite), each on glibc and on khl_pool, running mruby's own benchmark/*.rb (those that take about a
-# second or less: ao_render, fib at 30, so_lists at a third of its size;
-# app_lc_fizzbuzz takes a minute and is left out) and bench/ruby/*.rb,
+# tables on khashlite), each on glibc and on khl_pool, running all four of
+# mruby's own benchmark/*.rb, sized to take about a second or less
+# (ao_render, fib at 30, so_lists at a third of its size, app_lc_fizzbuzz
+# up to 30 instead of 100, which takes a minute), and bench/ruby/*.rb,
 # and appends rows in bench/harness/bench.h's columns to CSV:
 #   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
 #              n = size: seconds and peak_rss_kb (median, min, max of the
@@ -49,12 +50,22 @@ small() { [ "$mode" = smoke ] && echo "$1" || echo "$2"; }
 { echo "ARGV = [\"$(small 4 12)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/bm_ao_render.rb"
 sed "s/fib(37)/fib($(small 12 30))/" "$src/bm_fib.rb" > "$w/bm_fib.rb"
 sed "s/^NUM = 300/NUM = $(small 2 100)/" "$src/bm_so_lists.rb" > "$w/bm_so_lists.rb"
+# FizzBuzz up to N in lambda calculus: its 100 is a Church numeral, a
+# hundred nested p[...]; N of them, and the answer printed, so that the
+# builds' outputs are compared.
+fizzbuzz() {   # N OUT
+    perl -pe 's/(?:p\[){100}x\]{100}/("p[" x '"$1"') . "x" . ("]" x '"$1"')/e; s/^# puts answer/puts answer/' \
+        "$src/bm_app_lc_fizzbuzz.rb" > "$2"
+    grep -q '^puts answer' "$2" || { echo "[mruby] bm_app_lc_fizzbuzz.rb: not the expected source" >&2; exit 1; }
+}
+fizzbuzz "$(small 5 30)" "$w/bm_app_lc_fizzbuzz.rb"
 
 # script path, KHL_SCALE (empty for mruby's own), n for the CSV
 scripts=(
     "$w/bm_ao_render.rb - $(small 4 12)"
     "$w/bm_fib.rb - $(small 12 30)"
     "$w/bm_so_lists.rb - $(small 2 100)"
+    "$w/bm_app_lc_fizzbuzz.rb - $(small 5 30)"
     "bench/ruby/ao_render.rb $(small 4 28) $(small 4 28)"
     "bench/ruby/hash_churn.rb $(small 200 150000) $(small 200 150000)"
     "bench/ruby/strings.rb $(small 200 100000) $(small 200 100000)"
@@ -141,11 +152,13 @@ if command -v valgrind > /dev/null; then
     { echo "ARGV = [\"$(small 3 6)\"]"; cat "$src/bm_ao_render.rb"; } > "$w/ir_ao_small.rb"
     sed "s/fib(37)/fib($(small 10 24))/" "$src/bm_fib.rb" > "$w/ir_fib.rb"
     sed "s/^NUM = 300/NUM = $(small 1 10)/" "$src/bm_so_lists.rb" > "$w/ir_so_lists.rb"
+    fizzbuzz "$(small 3 15)" "$w/ir_fizzbuzz.rb"
     ir_scripts=(
         "$w/ir_ao_small.rb bm_ao_render - $(small 3 6)"
         "$w/bm_ao_render.rb bm_ao_render - $(small 4 12)"
         "$w/ir_fib.rb bm_fib - $(small 10 24)"
         "$w/ir_so_lists.rb bm_so_lists - $(small 1 10)"
+        "$w/ir_fizzbuzz.rb bm_app_lc_fizzbuzz - $(small 3 15)"
         "bench/ruby/ao_render.rb ao_render $(small 4 8) $(small 4 8)"
         "bench/ruby/hash_churn.rb hash_churn $(small 200 20000) $(small 200 20000)"
         "bench/ruby/strings.rb strings $(small 200 20000) $(small 200 20000)"
