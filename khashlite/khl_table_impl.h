@@ -1404,24 +1404,26 @@ static inline uint64_t khl_mix(uint64_t hash)
     HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
     {                                                                               \
         khl_block_t *b = h->b;                                                      \
-        uint64_t hash = khl_hashof_##name(key);                                     \
+        uint64_t hash;                                                              \
         uint32_t nb, f_, j;                                                         \
         int dummy;                                                                  \
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
         if (KHL_UNLIKELY(b == NULL))                                                \
             return khl_smallinline_##name                                           \
-                       ? khl_putfirst_##name(h, hash, key, ret)                     \
-                       : khl_putslow_##name(h, hash, key, ret);                     \
+                       ? khl_putfirst_##name(h, khl_hashof_##name(key), key, ret)   \
+                       : khl_putslow_##name(h, khl_hashof_##name(key), key, ret);   \
         nb = b->n_buckets;                                                          \
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
-            return khl_putlarge_##name(h, b, nb, hash, key, ret);                   \
+            return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
         if (nb <= KHL_SCAN_BUCKETS) {                                               \
             /* A bucket not full is empty (I4).  j: the */                          \
             /* highest; a byte store, which the next scan's loads forward. */       \
             j = UINT32_MAX;                                                         \
             KHL_I_SCAN(name, eq_fn, b, nb, key, *ret = 0; return i;,                \
                        if (j == UINT32_MAX) j = i;)                                 \
+            /* The hash only for a new key's tag: an update needs none. */          \
+            hash = khl_hashof_##name(key);                                          \
             if (KHL_UNLIKELY(j == UINT32_MAX))                                      \
                 return khl_putgrow_##name(h, hash, key, ret);                       \
             sctrl_[j] = khl_tag(hash);                                              \
@@ -1433,6 +1435,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         {                                                                           \
             /* A free bucket is an empty one (I4), and the */                       \
             /* table may fill.  The highest: see the block's description. */        \
+            hash = khl_hashof_##name(key);                                          \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
             f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
             if (KHL_UNLIKELY(!f_))                                                  \
