@@ -310,6 +310,18 @@ static inline uint16_t khl_pad_to(const void *end, size_t align)
  * tiny table's control window reads into the slots), the other control
  * bytes empty.  A one-group table's header is all its counters (khl_check
  * holds them to khl_table.c's). */
+/* What a put's out-of-line part returns: the table's block (it may have
+ * moved), the key's bucket, and put's *ret.  Returned, not written through
+ * the handle, so that the inline part's handle never has its address taken:
+ * an interpreter's handle, made on the stack from an object's table
+ * pointer, then stays in registers (mruby's instance-variable write: 4
+ * instructions a call). */
+typedef struct khl_putres {
+    khl_block_t *b;
+    khl_iter_t i;
+    int ret;
+} khl_putres_t;
+
 static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsigned char tag)
 {
     khl_block_t *b = (khl_block_t *)mem;
@@ -1299,50 +1311,54 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* The first put of a table, kept out of line and apart from the growth */      \
     /* (its frame would cost every first put): the first block, of a */             \
     /* constant size, laid out inline with the key. */                              \
-    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putfirst_##name(                  \
-        khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
+    static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putfirst_##name(                \
+        khl_t_##name hv, uint64_t hash, khl_keyt_##name key)                        \
     {                                                                               \
         const uint32_t nb = khl_type_##name.first_buckets;                          \
-        khl_block_t *b;                                                             \
+        khl_t_##name *h = &hv;                                                      \
+        khl_putres_t r = {NULL, 0, -1};                                             \
         void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);                  \
-        if (!mem_) {                                                                \
-            *ret = -1;                                                              \
-            return 0;                                                               \
-        }                                                                           \
-        h->b = b = khl_first_block(mem_, &khl_type_##name, khl_tag(hash));          \
-        *khl_keyp_##name(khl_smallslots_##name(b, (unsigned char *)(b + 1), nb), nb, nb - 1u) = key; \
-        *ret = 1;                                                                   \
-        return nb - 1u;                                                             \
+        if (!mem_)                                                                  \
+            return r;                                                               \
+        r.b = khl_first_block(mem_, &khl_type_##name, khl_tag(hash));               \
+        *khl_keyp_##name(khl_smallslots_##name(r.b, (unsigned char *)(r.b + 1), nb), nb, nb - 1u) = key; \
+        r.i = nb - 1u;                                                              \
+        r.ret = 1;                                                                  \
+        return r;                                                                   \
     }                                                                               \
     /* The rare part of a put, kept out of line: no growth left (the table */       \
     /* is rebuilt first), or a walk that passes full groups (their overflow */      \
     /* bits are set only here, once the put cannot fail). */                        \
-    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putslow_##name(                   \
-        khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
+    static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putslow_##name(                 \
+        khl_t_##name hv, uint64_t hash, khl_keyt_##name key)                        \
     {                                                                               \
+        khl_t_##name *h = &hv;                                                      \
         khl_block_t *b = h->b;                                                      \
         unsigned char *ctrl;                                                        \
-        uint32_t slot, base, nb;                                                    \
+        uint32_t base, nb;                                                          \
         khl_plan_t p_;                                                              \
+        khl_putres_t r;                                                             \
         if (!b || !khl_growth_left(b)) {                                            \
             khl_regions_t r_ = {NULL, NULL, 0, 0};                                  \
             if (b)                                                                  \
                 r_ = khl_regionsof_##name(b);                                       \
             if (khl_carryout_##name(khl_table_grow_plan(b, &r_, &khl_type_##name, &p_), &p_, \
                                     &h->b, b, &khl_type_##name, FN, UD, RESIZES) < 0) { \
-                *ret = -1;                                                          \
-                return khl_nbuckets_##name(h);                                      \
+                r.b = h->b;                                                         \
+                r.i = khl_nbuckets_##name(h);                                       \
+                r.ret = -1;                                                         \
+                return r;                                                           \
             }                                                                       \
         }                                                                           \
-        b = h->b;                                                                   \
+        r.b = b = h->b;                                                             \
         nb = b->n_buckets;                                                          \
         ctrl = khl_ctrlof_##name(b);                                                \
-        slot = khl_find_free(ctrl, nb, khl_shift_of(b), hash);                      \
-        base = slot & ~(KHL_GROUP_WIDTH - 1u);                                      \
-        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), slot - base, khl_tag(hash)); \
-        *khl_keyp_##name(khl_slots_##name(b), nb, slot) = key;                      \
-        *ret = 1;                                                                   \
-        return slot;                                                                \
+        r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash);                       \
+        base = r.i & ~(KHL_GROUP_WIDTH - 1u);                                       \
+        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base, khl_tag(hash)); \
+        *khl_keyp_##name(khl_slots_##name(b), nb, r.i) = key;                       \
+        r.ret = 1;                                                                  \
+        return r;                                                                   \
     }
 
 /* A put into a full one-group table: a one-block storage grows one of */
@@ -1350,20 +1366,20 @@ static inline uint64_t khl_mix(uint64_t hash)
 /* variable: 340 -> 130 instructions besides the allocator's); the rest is */
 /* putslow's. */
 #define KHL_I_IMPL_PUTGROW(name, FN, UD)                                            \
-    static KHL_NOINLINE KHL_UNUSED khl_iter_t khl_putgrow_##name(                   \
-        khl_t_##name *h, uint64_t hash, khl_keyt_##name key, int *ret)              \
+    static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putgrow_##name(                 \
+        khl_t_##name hv, uint64_t hash, khl_keyt_##name key)                        \
     {                                                                               \
+        khl_t_##name *h = &hv;                                                      \
         khl_block_t *old = h->b, *b;                                                \
         const uint32_t onb = old->n_buckets, nb = 2u * onb;                         \
         unsigned char *ctrl;                                                        \
         void *mem;                                                                  \
+        khl_putres_t r = {old, onb, -1};                                            \
         if (!khl_smallinline_##name || onb == KHL_GROUP_WIDTH)                      \
-            return khl_putslow_##name(h, hash, key, ret);                           \
-        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_type_##name)))) {      \
-            *ret = -1;                                                              \
-            return onb;                                                             \
-        }                                                                           \
-        h->b = b = khl_table_grow_small(mem, old, &khl_type_##name);                \
+            return khl_putslow_##name(hv, hash, key);                               \
+        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_type_##name))))        \
+            return r;                                                               \
+        r.b = b = khl_table_grow_small(mem, old, &khl_type_##name);                 \
         FN(UD, old, khl_small_bytes(onb, &khl_type_##name), 0);                     \
         /* The keys kept their buckets: the new ones are empty, and a put */        \
         /* takes the highest. */                                                    \
@@ -1371,8 +1387,18 @@ static inline uint64_t khl_mix(uint64_t hash)
         ctrl[nb - 1u] = khl_tag(hash);                                              \
         b->size++;                                                                  \
         *khl_keyp_##name(khl_smallslots_##name(b, ctrl, nb), nb, nb - 1u) = key;    \
-        *ret = 1;                                                                   \
-        return nb - 1u;                                                             \
+        r.i = nb - 1u;                                                              \
+        r.ret = 1;                                                                  \
+        return r;                                                                   \
+    }
+
+/* The end of a put by its out-of-line part: the block and *ret it returns. */
+#define KHL_I_PUT_OUT(h, ret, call)                                                 \
+    {                                                                               \
+        khl_putres_t r_ = call;                                                     \
+        (h)->b = r_.b;                                                              \
+        *(ret) = r_.ret;                                                            \
+        return r_.i;                                                                \
     }
 
 /* put, and the put into a table of more than one group. */
@@ -1394,7 +1420,7 @@ static inline uint64_t khl_mix(uint64_t hash)
                      *ret = 0; return i;)                                           \
         if (KHL_UNLIKELY(base == UINT32_MAX || !(f = khl_group_empty(home_w)) ||    \
                          !khl_ext(b)->growth_left))                                 \
-            return khl_putslow_##name(h, hash, key, ret);                           \
+            KHL_I_PUT_OUT(h, ret, khl_putslow_##name(*h, hash, key))                \
         khl_fill_in(b, nb, khl_ctrlof_##name(b) + base, home_w,                     \
                     khl_mask_highest(f), khl_tag(hash));                            \
         *khl_keyp_##name(slots, nb, base + khl_mask_highest(f)) = key;              \
@@ -1410,9 +1436,9 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
         if (KHL_UNLIKELY(b == NULL))                                                \
-            return khl_smallinline_##name                                           \
-                       ? khl_putfirst_##name(h, khl_hashof_##name(key), key, ret)   \
-                       : khl_putslow_##name(h, khl_hashof_##name(key), key, ret);   \
+            KHL_I_PUT_OUT(h, ret, khl_smallinline_##name                            \
+                                      ? khl_putfirst_##name(*h, khl_hashof_##name(key), key) \
+                                      : khl_putslow_##name(*h, khl_hashof_##name(key), key)) \
         nb = b->n_buckets;                                                          \
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
             return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
@@ -1425,7 +1451,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             /* The hash only for a new key's tag: an update needs none. */          \
             hash = khl_hashof_##name(key);                                          \
             if (KHL_UNLIKELY(j == UINT32_MAX))                                      \
-                return khl_putgrow_##name(h, hash, key, ret);                       \
+                KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, hash, key))            \
             sctrl_[j] = khl_tag(hash);                                              \
             b->size++;                                                              \
             *khl_keyp_##name(slots_, nb, j) = key;                                  \
@@ -1439,7 +1465,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
             f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
             if (KHL_UNLIKELY(!f_))                                                  \
-                return khl_putgrow_##name(h, hash, key, ret);                       \
+                KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, hash, key))            \
             j = khl_mask_highest(f_);                                               \
             khl_group_store(ctrl_, khl_group_with(w_, j, khl_tag(hash)));           \
             b->size++;                                                              \
