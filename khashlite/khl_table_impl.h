@@ -302,14 +302,6 @@ static inline uint16_t khl_pad_to(const void *end, size_t align)
     return (uint16_t)((0u - (uintptr_t)end) & (align - 1u));
 }
 
-/* A table's first block laid out in mem (t->first_bytes)
- * holding one key whose tag is `tag`, in its highest bucket (where any put
- * into an empty group goes), inline: it is the first put of every tiny
- * table, and with t a constant the memsets are a few stores.  As
- * khl_table.c lays out any block: every byte after the header defined (a
- * tiny table's control window reads into the slots), the other control
- * bytes empty.  A one-group table's header is all its counters (khl_check
- * holds them to khl_table.c's). */
 /* What a put's out-of-line part returns: the table's block (it may have
  * moved), the key's bucket, and put's *ret.  Returned, not written through
  * the handle, so that the inline part's handle never has its address taken:
@@ -322,12 +314,22 @@ typedef struct khl_putres {
     int ret;
 } khl_putres_t;
 
+/* A table's first block laid out in mem (t->first_bytes)
+ * holding one key whose tag is `tag`, in its highest bucket (where any put
+ * into an empty group goes), inline: it is the first put of every tiny
+ * table, and with t a constant the memsets are a few stores.  As
+ * khl_table.c lays out any block: every byte after the header defined (a
+ * tiny table's control window reads into the slots), the other control
+ * bytes empty.  A one-group table's header is all its counters (khl_check
+ * holds them to khl_table.c's). */
 static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsigned char tag)
 {
     khl_block_t *b = (khl_block_t *)mem;
     unsigned char *ctrl = (unsigned char *)(b + 1);
     uint32_t nb = t->first_buckets;
-    memset(ctrl, 0xFF, t->first_bytes - sizeof *b);
+    /* The control window's 16 bytes defined (it may reach into the slots);
+     * every other byte is written before it is read. */
+    memset(ctrl, 0xFF, KHL_GROUP_WIDTH);
     memset(ctrl, KHL_CTRL_EMPTY, nb - 1u);
     ctrl[nb - 1u] = tag;
     b->n_buckets = nb;
@@ -987,13 +989,17 @@ template <bool IsMap> constexpr int khl_require_map()
     }
 #define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
     unsigned char *sctrl_ = khl_ctrlof_##name(b);                                   \
-    char *slots_ = khl_smallslots_##name(b, sctrl_, nb);                            \
+    char *slots_;                                                                   \
     if (nb == 4u) {                                                                 \
+        /* Where the slots start, a constant offset: a slot's address is one */    \
+        /* displacement. */                                                         \
+        slots_ = khl_smallslots_##name(b, sctrl_, 4u);                              \
         KHL_I_SCAN_AT(name, eq_fn, 4u, 3u, key, FOUND, EMPTY)                       \
         KHL_I_SCAN_AT(name, eq_fn, 4u, 2u, key, FOUND, EMPTY)                       \
         KHL_I_SCAN_AT(name, eq_fn, 4u, 1u, key, FOUND, EMPTY)                       \
         KHL_I_SCAN_AT(name, eq_fn, 4u, 0u, key, FOUND, EMPTY)                       \
     } else {                                                                        \
+        slots_ = khl_smallslots_##name(b, sctrl_, nb);                              \
         if (nb == 2u)                                                               \
             KHL_I_SCAN_AT(name, eq_fn, 2u, 1u, key, FOUND, EMPTY)                   \
         KHL_I_SCAN_AT(name, eq_fn, nb, 0u, key, FOUND, EMPTY)                       \
