@@ -297,12 +297,12 @@ typedef struct khl_cursor {
  * may delete the current key) runs once per key with kvar and vvar set.  A
  * cursor's walk (above), with its cost and rules. */
 #define khl_foreach(name, h, kvar, vvar, ...)                                       \
-    KHL_I_FOREACH(name, h, (kvar) = khl_key(name, h, khl_it_);                      \
-                  (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
+    KHL_I_FOREACH(name, h, (kvar) = KHL_I_FOREACH_KEY(name);                        \
+                  (vvar) = KHL_I_FOREACH_VAL(name); __VA_ARGS__;)
 #define khl_foreach_key(name, h, kvar, ...)                                         \
-    KHL_I_FOREACH(name, h, (kvar) = khl_key(name, h, khl_it_); __VA_ARGS__;)
+    KHL_I_FOREACH(name, h, (kvar) = KHL_I_FOREACH_KEY(name); __VA_ARGS__;)
 #define khl_foreach_value(name, h, vvar, ...)                                       \
-    KHL_I_FOREACH(name, h, (vvar) = khl_val(name, h, khl_it_); __VA_ARGS__;)
+    KHL_I_FOREACH(name, h, (vvar) = KHL_I_FOREACH_VAL(name); __VA_ARGS__;)
 
 /* Checks the table's invariants (khl_table_impl.h): 0, or -1 after printing
  * the first broken one on stderr.  O(n); for tests and debugging.  A library
@@ -351,15 +351,22 @@ static inline uint64_t khl_hash_u32(uint32_t x)
 }
 
 /* The walk the foreach macros share: a cursor; body runs for each occupied
- * bucket khl_it_. */
+ * bucket khl_it_, whose key and value KHL_I_FOREACH_KEY and _VAL read.  The
+ * block cannot move or change size during the walk (the cursor's rules), so
+ * where its slots start is read once, not once per key: the body may call
+ * functions, after which the compiler would load it again. */
 #define KHL_I_FOREACH(name, h, ...)                                                 \
     {                                                                               \
         khl_cursor_t khl_c_ = khl_cursor(name, h);                                  \
+        char *khl_s_ = khl_c_.nb ? khl_slots_##name((h)->b) : NULL;                 \
         while (khl_cursor_next(name, h, &khl_c_)) {                                 \
             khl_iter_t khl_it_ = khl_c_.k;                                          \
             __VA_ARGS__                                                             \
         }                                                                           \
     }
+#define KHL_I_FOREACH_KEY(name) (*khl_keyp_##name(khl_s_, khl_c_.nb, khl_it_))
+#define KHL_I_FOREACH_VAL(name)                                                     \
+    (*((void)KHL_I_REQUIRE_MAP(name), khl_valp_##name(khl_s_, khl_c_.nb, khl_it_)))
 
 #ifdef __cplusplus
 }
