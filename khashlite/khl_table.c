@@ -47,7 +47,7 @@ static uint32_t capacity(uint32_t nb, const khl_type_t *t)
 
 static uint32_t shift_for(uint32_t nb)
 {
-    return KHL_I_TAG_SHIFT - (nb > GROUP ? log2_u32(nb / GROUP) : 0u);
+    return KHL_I_HOME_SHIFT - (nb > GROUP ? log2_u32(nb / GROUP) : 0u);
 }
 
 /* --- layout --------------------------------------------------------------- */
@@ -230,7 +230,7 @@ khl_block_t *khl_table_grow_small(void *mem, const khl_block_t *src, const khl_t
     to.ctrl = khl_single_ctrl(b);
     to.pairs = place_slots(b, nb, t);
     to.n_buckets = nb;
-    to.shift = KHL_I_TAG_SHIFT;
+    to.shift = KHL_I_HOME_SHIFT;
     /* The new buckets empty, and the window past them defined, before the
      * slots, which may start inside that window, are written. */
     memset(to.ctrl, KHL_CTRL_EMPTY, GROUP);

@@ -132,9 +132,12 @@ typedef union khl_max_align {
  * first block size (KHL_I_FIRST_BUCKETS) is a constant expression;
  * khl_table.c uses them at run time. */
 #define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
-/* The tag is the hash's top 7 bits; the group bits are just below it, so a
- * one-group table's shift is this and each doubling of groups takes one more. */
+/* The tag is the hash's top 7 bits; the group bits are just below it.  A
+ * table's shift brings them down to bit 4 (a group's first bucket is 16
+ * times its number): KHL_I_HOME_SHIFT for one group, one less for each
+ * doubling of groups. */
 #define KHL_I_TAG_SHIFT 57u
+#define KHL_I_HOME_SHIFT (KHL_I_TAG_SHIFT - 4u)
 #define KHL_I_PAIRS_START(head, align)                                              \
     ((align) <= KHL_ALIGNOF(khl_max_align_t)                                        \
          ? KHL_I_ALIGN_UP(head, align)                                              \
@@ -167,7 +170,7 @@ typedef union khl_max_align {
 
 /* The block's header: all a one-group table needs.  A one-group table
  * has no overflow bytes and may fill, so its growth_left is n_buckets -
- * size; its shift is KHL_I_TAG_SHIFT; its slots start at the first address
+ * size; its shift is KHL_I_HOME_SHIFT; its slots start at the first address
  * aligned for them after the control bytes.  Eight bytes, so that 4 keys of
  * 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112. */
 typedef struct khl_block {
@@ -185,7 +188,7 @@ typedef struct khl_block {
 typedef struct khl_block_ext {
     uint32_t growth_left;    /* puts into empty buckets before a rebuild (I2) */
     uint32_t slots;          /* bytes from the block pointer to slot 0 */
-    uint8_t  shift;          /* 57 - log2(groups) */
+    uint8_t  shift;          /* KHL_I_HOME_SHIFT - log2(groups) */
     uint8_t  reserved;       /* 1: sized by khl_reserve, whose promise khl_table_grow keeps */
     uint16_t pad;            /* bytes between the control bytes and slot 0, for
                               * this address (a storage whose slots are apart) */
@@ -389,7 +392,7 @@ static inline uint32_t khl_live_mask(uint32_t nb)
  * one-group table's follow from its header. */
 static inline uint32_t khl_shift_of(const khl_block_t *b)
 {
-    return b->n_buckets > KHL_GROUP_WIDTH ? khl_ext(b)->shift : KHL_I_TAG_SHIFT;
+    return b->n_buckets > KHL_GROUP_WIDTH ? khl_ext(b)->shift : KHL_I_HOME_SHIFT;
 }
 
 static inline uint32_t khl_growth_left(const khl_block_t *b)
@@ -417,10 +420,10 @@ static inline uint32_t khl_probe_mask(uint32_t nb)
 }
 
 /* The home group's first bucket.  hash >> shift is the tag over the group
- * bits; the tag bits shifted past bit 31 or masked off are not wanted. */
+ * bits from bit 4 up; the mask keeps the group bits alone (a shift, an and). */
 static inline uint32_t khl_probe_home(uint64_t hash, uint32_t shift, uint32_t mask)
 {
-    return ((uint32_t)(hash >> shift) * KHL_GROUP_WIDTH) & mask;
+    return (uint32_t)(hash >> shift) & mask;
 }
 
 static inline khl_probe_t khl_probe_start(uint64_t hash, uint32_t shift, uint32_t nb)

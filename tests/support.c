@@ -47,8 +47,11 @@ void test_build_path(char *buf, size_t size, const char *rel)
 
 uint32_t test_home_group(const khl_block_t *b, uint64_t hash)
 {
-    uint32_t groups = b->n_buckets > KHL_GROUP_WIDTH ? b->n_buckets / KHL_GROUP_WIDTH : 1;
-    return (uint32_t)(hash >> khl_shift_of(b)) & (groups - 1);
+    uint32_t groups = b->n_buckets > KHL_GROUP_WIDTH ? b->n_buckets / KHL_GROUP_WIDTH : 1, bits = 0;
+    while ((1u << bits) < groups)
+        ++bits;
+    /* The group bits: the log2(groups) bits just below the tag. */
+    return (uint32_t)(hash >> (KHL_I_TAG_SHIFT - bits)) & (groups - 1);
 }
 
 uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)

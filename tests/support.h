@@ -36,7 +36,7 @@ void test_build_path(char *buf, size_t size, const char *rel);
 
 /* --- the probe sequence, walked independently of the table's code ---------
  * Group g of a table holds buckets g*W .. g*W+W-1 (W = KHL_GROUP_WIDTH); a
- * hash's home group is its top bits (hash >> shift); the walk visits home,
+ * hash's home group is the bits just below its tag; the walk visits home,
  * home+1, home+3, home+6, ... (triangular steps) modulo the groups. */
 
 /* The home group of `hash` in block b. */
