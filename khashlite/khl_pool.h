@@ -133,11 +133,10 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * page fault and none faults more pages than glibc's slowest calls do
      * (bench/programs/fastmm.c, pool_latency; docs/pool.md has the
      * figures); the call that takes a chunk faults the first step.
-     * Thread-safe pools hand a thread a chunk's whole never-used run, so
-     * they fault a chunk at once when they take it, for classes of at
-     * least 1024 blocks per chunk (128 KiB chunks: up to 128 B), and page
-     * by page otherwise.  khl_pool_reserve keeps every fault and system
-     * call out of the allocations it covers. */
+     * Thread-safe pools do the same: a thread takes a chunk's whole
+     * never-used run and faults its pages a step at a time as it reaches
+     * them.  khl_pool_reserve keeps every fault and system call out of the
+     * allocations it covers. */
     size_t thread_keep_bytes; /* thread-safe pools: freed bytes a thread keeps for itself; 0: KHL_POOL_DEFAULT_THREAD_KEEP_BYTES */
     /* A thread's frees go to its own cache; each full batch stays there,
      * for that thread's next allocations, while the batches it keeps hold

@@ -69,30 +69,17 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
  * 1.27x (0.94-1.88) against 1.63x (0.95-1.81) a page a step).  The inline
  * fast path is unchanged: it already leaves at c->end.
  * A thread-safe pool hands a thread a chunk's whole never-used run at once
- * (khl_pool_thread.c says why), so it keeps pre-faulting the chunk when it is
- * taken, where that pays: a chunk of at least PREFAULT_MIN_BLOCKS blocks
- * and at most PREFAULT_MAX_BYTES (otherwise that one call would come every
- * few dozen allocations, or cost over 100 us).  With lazy_pages or a
+ * (khl_pool_thread.c says why) but only its faulted pages: the thread
+ * faults the next step when it reaches them (khl_i_run_fault_ahead), as
+ * the class would.  It used to fault a chunk of 1024 or more blocks whole
+ * when it took it, the 40-50 us call above.  With lazy_pages or a
  * backing allocator every page faults at its first write. */
 #define FAULT_STEP_BLOCKS 4u
 #define FAULT_STEP_MAX ((size_t)16 * 1024)
-#define PREFAULT_MIN_BLOCKS 1024u
-#define PREFAULT_MAX_BYTES ((size_t)128 * 1024)
 
 static int steps_faults(const khl_pool_t *p)
 {
-    return p->prefault && !p->backing.fn && !(p->flags & F_THREADS);
-}
-
-static int prefaults_chunk(const khl_pool_t *p, unsigned c)
-{
-    return p->prefault && (p->flags & F_THREADS) && p->chunk_bytes <= PREFAULT_MAX_BYTES &&
-           p->chunk_bytes / p->cls[c].size >= PREFAULT_MIN_BLOCKS;
-}
-
-static char *slots_end(const khl_pool_chunk_t *k)
-{
-    return k->slots + k->cap * k->size;
+    return p->prefault && !p->backing.fn;
 }
 
 /* The end of k's last slot below `faulted`, where the pages stop. */
@@ -125,8 +112,6 @@ static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c, char **faulted)
     if (steps_faults(p)) {
         khl_i_chunk_layout(p, c, &off);
         first = fault_step_end(p, 0, off + p->cls[c].size, p->cls[c].size);
-    } else if (prefaults_chunk(p, c)) {
-        first = p->chunk_bytes;
     }
     k = khl_i_frame_new(p, p->chunk_bytes, chunk_kind(p), first);
     if (k) {
@@ -185,18 +170,69 @@ static void cls_set_cur(khl_pool_class_t *c, khl_pool_chunk_t *k, const char *fa
     c->end = k ? slots_below(k, faulted) : NULL;
 }
 
-/* The current chunk's next step of pages, when its bump pointer has reached
- * the last faulted slot.  -1 when the memory cannot be had: as for mmap, the
- * allocation fails and the pool is as it was. */
+/* The next step of k's pages after `end`, the end of its last faulted
+ * slot: where the faulted slots end then, or NULL when the memory cannot be
+ * had (as for mmap, the allocation fails and the pool is as it was). */
+static char *fault_step(khl_pool_t *p, khl_pool_chunk_t *k, const char *end)
+{
+    char *base = (char *)k;
+    size_t from = (size_t)align_up((uintptr_t)(end - base), p->page);
+    size_t to = fault_step_end(p, from, (size_t)(end - base) + k->size, k->size);
+    if (khl_i_pages_prefault(p, base + from, base + to) < 0)
+        return NULL;
+    return slots_below(k, base + to);
+}
+
+/* The current chunk's next step, when its bump pointer has reached the
+ * last faulted slot.  -1 when the memory cannot be had. */
 static int cls_fault_ahead(khl_pool_t *p, khl_pool_class_t *c)
 {
-    char *k = (char *)c->cur;
-    size_t from = (size_t)align_up((uintptr_t)(c->end - k), p->page);
-    size_t to = fault_step_end(p, from, (size_t)(c->end - k) + c->size, c->size);
-    if (khl_i_pages_prefault(p, k + from, k + to) < 0)
+    char *end = fault_step(p, c->cur, c->end);
+    if (!end)
         return -1;
-    c->end = slots_below(c->cur, k + to);
+    c->end = end;
     return 0;
+}
+
+/* A thread's run that reached *end, where its pages stop short of its
+ * chunk's last slot: the next step (lock held: the pool counts its system
+ * calls).  -1, the run as it was, when the memory cannot be had. */
+int khl_i_run_fault_ahead(khl_pool_t *p, char **end)
+{
+    char *to = fault_step(p, chunk_of(p, *end - 1), *end);
+    if (!to)
+        return -1;
+    *end = to;
+    return 0;
+}
+
+/* A thread's run of never-used slots bump..end (its pages faulted to end,
+ * never-used to its chunk's last slot) back to class ci (lock held).  While
+ * the chunk is still the one the class bumps through, the run becomes its
+ * never-used slots again, nothing written into them: the next thread to
+ * refill goes on where this one stopped, and pages past `end` are faulted
+ * only when reached.  Pushing it as free blocks (as exits did) writes
+ * into its slots (each bundle is one), faulting pages no thread reached.
+ * Else the faulted slots become free blocks and the others stay never
+ * used in the chunk, which trim frees once its blocks are back. */
+void khl_i_run_return(khl_pool_t *p, unsigned ci, char *bump, char *end)
+{
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_chunk_t *k = chunk_of(p, end - 1);
+    size_t rest = (size_t)(slots_end(k) - end) / c->size;
+    if (k == c->cur) {
+        c->frees += (size_t)(slots_end(k) - bump) / c->size;
+        c->bump = bump;
+        c->end = end;
+        return;
+    }
+    for (; bump != end; bump += c->size) {
+        cls_push(c, bump);
+        c->frees++;
+    }
+    k->bump = end;
+    c->carved -= rest;
+    c->frees += rest;
 }
 
 /* The class's free blocks as they stand, for a walk that may rebuild them:

@@ -26,6 +26,11 @@ static inline size_t class_size(unsigned c)
     return ((size_t)1 << g) + (size_t)((c - 8u) % 4u + 1u) * ((size_t)1 << (g - 2u));
 }
 
+static inline char *slots_end(const khl_pool_chunk_t *k)
+{
+    return k->slots + k->cap * k->size;
+}
+
 /* Never-used slots of the current chunk, to its end (c->end may stop
  * before, where the pages faulted so far do). */
 static inline size_t bump_left(const khl_pool_class_t *c)
@@ -93,5 +98,7 @@ KHL_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done)
 KHL_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN size_t khl_i_splice_chain(khl_pool_class_t *c, void *head);
 KHL_HIDDEN void khl_i_batches_return(khl_pool_class_t *c, void *chains);
+KHL_HIDDEN int khl_i_run_fault_ahead(khl_pool_t *p, char **end);
+KHL_HIDDEN void khl_i_run_return(khl_pool_t *p, unsigned ci, char *bump, char *end);
 
 #endif /* KHL_POOL_CLASS_H */

@@ -75,9 +75,12 @@
  * below its bump pointer were handed out at least once, the rest never were.
  * For the class's current chunk (c.cur) the bump pointer is c.bump, and
  *   c.bump <= c.end <= its slots' end,  (c.end - slots) % c.size = 0
- * where c.end stops before the slots' end at the pages faulted so far (a
- * plain or checked pool faults them a step at a time); other chunks keep
- * their bump pointer in chunk.bump.
+ * where c.end stops before the slots' end at the pages faulted so far (the
+ * pool faults them a step at a time, unless lazy_pages or a backing
+ * allocator); other chunks keep their bump pointer in chunk.bump.  A
+ * thread's run (thread-safe pools) is the rest of a chunk from its bump,
+ * faulted up to its end: bump == end != NULL says the slots past end are
+ * still the thread's, their pages not in yet.
  *
  * Free blocks.  Class c's free blocks are the entries of its bundles (the
  * root array in the class record, then block bundles linked through their

@@ -115,11 +115,10 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
         khl_pool_class_t *c = &p->cls[i];
         c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
         khl_i_batches_return(c, t->stash);
-        for (; t->bump != t->end; t->bump += c->size) {
-            cls_push(c, t->bump);
-            c->frees++;
-        }
+        if (t->end)
+            khl_i_run_return(p, i, t->bump, t->end);
         t->alloc = t->freed = t->stash = NULL;
+        t->bump = t->end = NULL;
         t->flush_at = frees_now(t) + c->batch;
     }
     e->kept = 0;
@@ -312,13 +311,37 @@ static void *refill_reserved(khl_pool_t *p, khl_pool_class_cache_t *t, unsigned 
     return b;
 }
 
+/* A run of never-used slots (t->bump..t->end) used up: at its chunk's last
+ * slot it is dropped, since the chunk may go (trim) once its blocks are
+ * back; else it stops where its pages do, and bump == end != NULL tells
+ * run_step to fault the next step.  b: a block of the run, so of a chunk
+ * that stays. */
+static void run_settle(const khl_pool_t *p, khl_pool_class_cache_t *t, const void *b)
+{
+    if (t->bump == t->end && t->end == slots_end(chunk_of(p, b)))
+        t->bump = t->end = NULL;
+}
+
+/* The next step of pages of a run that stopped where they do; 0, or -1
+ * with the run as it was. */
+static int run_step(khl_pool_t *p, khl_pool_class_cache_t *t)
+{
+    int r;
+    pthread_mutex_lock(&p->lock);
+    r = khl_i_run_fault_ahead(p, &t->end);
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
 /* Blocks of class ci for e, with the lock: the batches of exited threads,
  * as many as fill half of what the thread may keep (a thread starting
  * on a pool whose threads come and go takes the lock a few times, not once
  * a batch, while the others take theirs), else up to a batch of loose
  * blocks left by exited threads
  * or locked paths, else every never-used slot of the class's current chunk
- * (taking at most one chunk from the system).  The whole rest of a chunk,
+ * (taking at most one chunk from the system), its pages faulted as far as
+ * the class had them, the thread faulting the others a step at a time as
+ * it reaches them (run_step).  The whole rest of a chunk,
  * not a batch of it: two threads allocating one class from runs of one
  * chunk ran the FastMM loop 1.5 to 2 times slower than from chunks of
  * their own (their blocks interleaved in memory), and a thread holds at
@@ -351,11 +374,14 @@ static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned c
             t->alloc = x;
         }
     } else if (khl_i_cls_fill_bump(p, ci, 1) == 0) {
+        /* The whole rest of the chunk is the thread's; its pages as far as
+         * they are in, the thread faults the others (run_step). */
         n = bump_left(c);
         b = c->bump;
         t->bump = c->bump + c->size;
-        t->end = c->bump + n * c->size;
-        c->bump = t->end;
+        t->end = c->end;
+        c->bump = c->end = slots_end(c->cur);
+        run_settle(p, t, b);
         c->refills = 0;   /* growth: sample the peak now */
     }
     if (b) {
@@ -411,8 +437,9 @@ static void *take_kept(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 }
 
 /* Thread-safe allocation past the fast path, for e (khl_i_my_cache): an
- * empty list - then the blocks freed here, the run of never-used slots, or
- * a refill from the pool. */
+ * empty list - then the blocks freed here, the run of never-used slots
+ * (faulting its next step where its pages stop), or a refill from the
+ * pool. */
 KHL_NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n)
 {
     unsigned ci = class_of(n);
@@ -425,9 +452,12 @@ KHL_NOINLINE void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t 
         t->alloc = *(void **)b;
         t->freed = NULL;
         t->flush_at = frees_now(t) + p->cls[ci].batch;
-    } else if (t->bump != t->end) {
+    } else if (t->bump != t->end || (t->end && run_step(p, t) == 0)) {
         b = t->bump;
         t->bump += p->cls[ci].size;
+        run_settle(p, t, b);
+    } else if (t->end) {
+        return NULL;   /* the run's next pages cannot be had */
     } else if (!(b = take_kept(p, e, ci)) && !(b = ts_refill(p, e, ci))) {
         return NULL;
     }

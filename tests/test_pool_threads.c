@@ -4,6 +4,7 @@
  * thread, a reserve used up by several threads.  Run under ThreadSanitizer
  * as well. */
 #define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
+#define _DEFAULT_SOURCE 1         /* mincore */
 #include <criterion/criterion.h>
 
 #include <pthread.h>
@@ -11,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "khashlite/khl_pool.h"
 #include "khashlite/khl_pool_internal.h"   /* white box: a thread's record */
@@ -42,6 +45,21 @@ static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
 static khl_pool_t *pt_pool(int checked)
 {
     return pt_pool_keeping(checked, 0);
+}
+
+/* n blocks allocated and all freed, the stats say so exactly, and trim
+ * gives every chunk back; then the pool goes. */
+static void pt_all_back(khl_pool_t *p, uint64_t n)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    cr_assert_eq(s.allocs, n);
+    cr_assert_eq(s.frees, n);
+    cr_assert_eq(s.in_use_bytes, 0);
+    khl_pool_trim(p);
+    khl_pool_stats(p, &s);
+    cr_assert_eq(s.system_bytes, 0);
+    khl_pool_destroy(p);
 }
 
 /* Each block starts with its id and size; the rest is a pattern of the id. */
@@ -230,17 +248,10 @@ Test(pool_threads, thread_exit_gives_its_cache_back)
 {
     khl_pool_t *p = pt_pool(0);
     pthread_t t;
-    khl_pool_stats_t s;
     cr_assert_eq(pthread_create(&t, NULL, alloc_and_free_many, p), 0);
     pthread_join(t, NULL);
-    s = pt_stats(p);
-    cr_assert_eq(s.allocs, 2000);
-    cr_assert_eq(s.frees, 2000);
-    cr_assert_eq(s.in_use_bytes, 0);
-    cr_assert_gt(s.peak_bytes, 0);
-    khl_pool_trim(p);
-    cr_assert_eq(pt_stats(p).system_bytes, 0);
-    khl_pool_destroy(p);
+    cr_assert_gt(pt_stats(p).peak_bytes, 0);
+    pt_all_back(p, 2000);
 }
 
 /* 2000 blocks of 64 B allocated and freed, then the thread exits: its full
@@ -275,6 +286,87 @@ Test(pool_threads, a_new_thread_takes_exited_threads_batches_at_once)
     khl_pool_free(p, x, 64);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_destroy(p);
+}
+
+/* One 100 B block allocated, written and freed; then, if arg names a
+ * barrier, waits there twice (while another thread takes a chunk). */
+typedef struct one_block {
+    khl_pool_t *p;
+    pthread_barrier_t *bar;
+} one_block_t;
+
+static void *one_block_and_exit(void *arg)
+{
+    one_block_t *o = arg;
+    char *b = khl_pool_alloc(o->p, 100);
+    cr_assert_not_null(b);
+    *b = 1;
+    khl_pool_free(o->p, b, 100);
+    if (o->bar) {
+        pthread_barrier_wait(o->bar);
+        pthread_barrier_wait(o->bar);
+    }
+    return NULL;
+}
+
+/* Resident pages of the default-sized chunk k. */
+static size_t chunk_resident_pages(const khl_pool_chunk_t *k)
+{
+    unsigned char vec[KHL_POOL_DEFAULT_CHUNK_BYTES / 4096];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = KHL_POOL_DEFAULT_CHUNK_BYTES / page, r = 0;
+    cr_assert_leq(n, sizeof vec);
+    cr_assert_eq(mincore((void *)k, KHL_POOL_DEFAULT_CHUNK_BYTES, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        r += vec[i] & 1;
+    return r;
+}
+
+/* A thread that exits with its run of never-used slots nearly whole gives
+ * it back as the class's never-used slots, nothing written into them (it
+ * used to push them as free blocks, which writes into them and faulted the
+ * chunk's pages in): the pages no thread reached stay out, and the next
+ * thread goes on in the same chunk where the last one stopped. */
+Test(pool_threads, an_exiting_thread_gives_its_run_back_unwritten)
+{
+    khl_pool_t *p = pt_pool(0);
+    one_block_t o = {p, NULL};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, one_block_and_exit, &o), 0);
+    pthread_join(t, NULL);
+    const khl_pool_class_t *c = &p->cls[class_of(100)];
+    cr_assert_not_null(c->cur);
+    cr_assert_eq(c->bump, c->cur->slots + c->size, "the run from the chunk's second slot");
+    cr_assert_leq(chunk_resident_pages(c->cur), 2);
+    cr_assert_eq(khl_pool_check(p), 0);
+    cr_assert_eq(pthread_create(&t, NULL, one_block_and_exit, &o), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(c->bump, c->cur->slots + c->size, "the freed block served the second thread");
+    pt_all_back(p, 2);
+}
+
+/* When another thread has taken a new chunk meanwhile, an exiting thread's
+ * run goes back as free blocks as far as its pages are in and stays never
+ * used past them; the counts hold and trim frees both chunks. */
+Test(pool_threads, a_run_given_back_after_its_chunk_is_no_longer_current)
+{
+    khl_pool_t *p = pt_pool(0);
+    pthread_barrier_t bar;
+    pthread_t a, b;
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, 2), 0);
+    one_block_t oa = {p, &bar}, ob = {p, NULL};
+    cr_assert_eq(pthread_create(&a, NULL, one_block_and_exit, &oa), 0);
+    pthread_barrier_wait(&bar);   /* a holds the rest of the first chunk */
+    cr_assert_eq(pthread_create(&b, NULL, one_block_and_exit, &ob), 0);
+    pthread_join(b, NULL);        /* b took a second chunk */
+    pthread_barrier_wait(&bar);
+    pthread_join(a, NULL);
+    pthread_barrier_destroy(&bar);
+    const khl_pool_class_t *c = &p->cls[class_of(100)];
+    cr_assert_not_null(c->chunks->next, "two chunks");
+    cr_assert_eq(khl_pool_check(p), 0);
+    for (const khl_pool_chunk_t *k = c->chunks; k; k = k->next)
+        cr_assert_leq(chunk_resident_pages(k), 2);
+    pt_all_back(p, 2);
 }
 
 typedef struct lifetime {

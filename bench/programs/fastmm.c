@@ -382,7 +382,9 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
  * runs.  khl_pool faults its chunks' pages a step at a time ahead of its
  * bump pointer (the default); khl_pool_lazy has lazy_pages = 1, each page
  * faulted by its first write; khl_pool_reserved reserved the 100 B blocks
- * first (untimed).
+ * first (untimed); khl_pool_ts is thread-safe, called from this one
+ * thread, which takes a chunk's whole never-used run and faults its pages
+ * a step ahead as the plain pool does.
  * Rows (workload pool_latency, table pool, n = calls): p50_ns, p99_ns,
  * p999_ns, max_ns, calls_over_100us, and for the pools chunk_take_ns, the
  * median time of the calls that took a chunk from the system, system_bytes,
@@ -394,7 +396,7 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
 
 enum { LAT_LAYOUTS = 2, LAT_MAX = 8 };
 static const char *const lat_layout[LAT_LAYOUTS] = {"100B", "16B-4KiB"};
-enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_LAZY, LAT_POOL_RESERVED };
+enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_LAZY, LAT_POOL_RESERVED, LAT_POOL_TS };
 enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_SYSTEM, LAT_METRICS };
 static const char *const lat_metric[LAT_METRICS] = {"p50_ns", "p99_ns", "p999_ns", "max_ns",
                                                      "calls_over_100us", "chunk_take_ns", "system_bytes"};
@@ -434,6 +436,7 @@ static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
         khl_pool_options_t opt;
         memset(&opt, 0, sizeof opt);
         opt.lazy_pages = r->kind == LAT_POOL_LAZY;
+        opt.thread_safe = r->kind == LAT_POOL_TS;
         if (!(p = khl_pool_new(&opt)) ||
             (r->kind == LAT_POOL_RESERVED && khl_pool_reserve(p, 100, (size_t)w->count) != 0)) {
             khl_pool_destroy(p);
@@ -494,6 +497,7 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
     rv[n++] = (lat_rival_t){"khl_pool", NULL, LAT_POOL};
     rv[n++] = (lat_rival_t){"khl_pool_lazy", NULL, LAT_POOL_LAZY};
     rv[n++] = (lat_rival_t){"khl_pool_reserved", NULL, LAT_POOL_RESERVED};
+    rv[n++] = (lat_rival_t){"khl_pool_ts", NULL, LAT_POOL_TS};
     long count = o->quick ? 20000 : 200000;
     lat_work_t w = {count, {NULL, NULL}, NULL, NULL, NULL};
     double *m = malloc((size_t)(LAT_LAYOUTS * n * runs * LAT_METRICS) * sizeof *m), v[64];
