@@ -211,6 +211,29 @@ static void run_rounds(const bench_opts_t *o, const table_t *tables, const char 
                 v[t][k * reps + (r - warmup)] = one[k];
         }
     }
+    /* Against the flat array, where it ran: each table's time over the
+     * flat array's in the same repetition, then the median of those ratios
+     * (METRIC_over_flat).  A ratio of medians taken apart lets one slow
+     * round of either move it: one run put the flat array's 2-key life
+     * at 15 ns and its 1-key life at 24. */
+    if (v[T_FLAT]) {
+        double *ratio = malloc(sizeof(double) * (size_t)reps);
+        char name[64];
+        if (!ratio)
+            peers_oom("results");
+        for (int t = 0; t < N_TABLES; ++t) {
+            if (!v[t] || t == T_FLAT)
+                continue;
+            for (int k = 0; k < n_out; ++k) {
+                for (int r = 0; r < reps; ++r)
+                    ratio[r] = v[t][k * reps + r] / v[T_FLAT][k * reps + r];
+                snprintf(name, sizeof name, "%s_over_flat", metrics[k]);
+                bench_row(o, workload, tables[t].name, tables[t].layout, bench_allocator(o), n, name,
+                          bench_summarise(ratio, reps));
+            }
+        }
+        free(ratio);
+    }
     for (int t = 0; t < N_TABLES; ++t) {
         if (!v[t])
             continue;
