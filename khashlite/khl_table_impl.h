@@ -974,6 +974,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * where eq_fn is dear (strcmp against XXH3), and far less where it is cheap
  * (an interpreter's symbol keys). */
 #define KHL_SCAN_BUCKETS 4u
+KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 buckets");
 
 /* The scan of a table of at most KHL_SCAN_BUCKETS buckets (4, 2 or 1),
  * from the highest bucket down, unrolled, a control byte at a time (a byte
@@ -994,7 +995,7 @@ template <bool IsMap> constexpr int khl_require_map()
     unsigned char *sctrl_ = khl_ctrlof_##name(b);                                   \
     char *slots_;                                                                   \
     if (nb == 4u) {                                                                 \
-        /* Where the slots start, a constant offset: a slot's address is one */    \
+        /* Where the slots start, a constant offset: a slot's address is one */     \
         /* displacement. */                                                         \
         slots_ = khl_smallslots_##name(b, sctrl_, 4u);                              \
         KHL_I_SCAN_AT(name, eq_fn, 4u, 3u, key, FOUND, EMPTY)                       \
@@ -1444,10 +1445,11 @@ static inline uint64_t khl_mix(uint64_t hash)
         int dummy;                                                                  \
         if (!ret)                                                                   \
             ret = &dummy;                                                           \
-        if (KHL_UNLIKELY(b == NULL))                                                \
-            KHL_I_PUT_OUT(h, ret, khl_smallinline_##name                            \
-                                      ? khl_putfirst_##name(*h, khl_hashof_##name(key), key) \
-                                      : khl_putslow_##name(*h, khl_hashof_##name(key), key)) \
+        if (KHL_UNLIKELY(b == NULL)) {                                              \
+            hash = khl_hashof_##name(key);                                          \
+            KHL_I_PUT_OUT(h, ret, khl_smallinline_##name ? khl_putfirst_##name(*h, hash, key) \
+                                                         : khl_putslow_##name(*h, hash, key)) \
+        }                                                                           \
         nb = b->n_buckets;                                                          \
         if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
             return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
