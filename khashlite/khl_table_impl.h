@@ -815,7 +815,11 @@ template <bool IsMap> constexpr int khl_require_map()
         alloc_t alloc_m;                                                            \
     } khl_t_##name;                                                                 \
     enum { khl_ismap_##name = (is_map),                                             \
-           khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) };
+           khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) }; \
+    /* Keys 16 B apart or less: a group's keys lie on at most 4 lines, so */       \
+    /* the home group's first one is worth fetching (KHL_I_PREFETCH_HOME). */      \
+    enum { khl_prefetch_##name =                                                    \
+               (khl_soa_##name ? sizeof(khkey_t) : sizeof(khl_pairt_##name)) <= 16u };
 
 /* The type's names for its storage's functions (see "storage" above), so
  * that the operations, which a KHL_DEFINE generates apart from the type,
@@ -1072,15 +1076,21 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 /* Starts the line of the home group's first key while the control group
  * arrives: a hit, an erase and a put usually need that line (the key they
  * find, or the bucket they fill), and would otherwise wait for the group
- * before asking for it.  Measured at 1M keys: hits -20%; an absent key pays
- * a fetch it does not need, misses +0-15%.  Below KHL_PREFETCH_BUCKETS the
- * slots stay in the nearest caches and the address is instructions spent
- * for nothing (an interpreter's constant table: mruby's hash_churn.rb). */
+ * before asking for it.  At 1M u32 keys (8-byte pairs): a hit 24.8 -> 19.5
+ * ns, an erase 31.6 -> 24.5 (median of 4 interleaved runs); 16-byte pairs:
+ * an erase 35.4 -> 32.5, hits and misses unchanged.  Only for keys at most
+ * 16 B apart (khl_prefetch_<name>): where a pair fills a line (u64 keys
+ * with 56-byte values, 2M keys) the home group's first key is seldom the
+ * one wanted, and without the fetch a hit took 33.0 ns instead of 35.1, a
+ * miss 12.2 instead of 16.3 (an erase 45.1 instead of 42.3).  Below
+ * KHL_PREFETCH_BUCKETS the slots stay in the nearest caches and the address
+ * is instructions spent for nothing (an interpreter's constant table:
+ * mruby's hash_churn.rb). */
 #ifndef KHL_PREFETCH_BUCKETS
 #define KHL_PREFETCH_BUCKETS 4096u
 #endif
 #define KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                               \
-    if ((nb) >= KHL_PREFETCH_BUCKETS) {                                             \
+    if (khl_prefetch_##name && (nb) >= KHL_PREFETCH_BUCKETS) {                      \
         KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_home(hash, khl_ext(b)->shift, \
                                                                 (nb) - KHL_GROUP_WIDTH))); \
     }
