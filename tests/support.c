@@ -75,3 +75,24 @@ uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
             return n;
     }
 }
+
+khl_pool_stats_t test_pool_stats(const khl_pool_t *p)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    return s;
+}
+
+void test_assert_pool_unchanged(const khl_pool_stats_t *was, const khl_pool_t *p, const char *what)
+{
+    khl_pool_stats_t s = test_pool_stats(p);
+    cr_assert_eq(s.in_use_bytes, was->in_use_bytes, "%s: in_use_bytes %zu -> %zu", what, was->in_use_bytes, s.in_use_bytes);
+    cr_assert_eq(s.peak_bytes, was->peak_bytes, "%s: peak_bytes %zu -> %zu", what, was->peak_bytes, s.peak_bytes);
+    cr_assert_eq(s.system_bytes, was->system_bytes, "%s: system_bytes %zu -> %zu", what, was->system_bytes, s.system_bytes);
+    cr_assert_eq(s.allocs, was->allocs, "%s: allocs moved", what);
+    cr_assert_eq(s.frees, was->frees, "%s: frees moved", what);
+    cr_assert_eq(s.meta_bytes, was->meta_bytes, "%s: meta_bytes %zu -> %zu", what, was->meta_bytes, s.meta_bytes);
+    cr_assert_eq(s.chunks, was->chunks, "%s: chunks %zu -> %zu", what, was->chunks, s.chunks);
+    cr_assert_eq(s.large_blocks, was->large_blocks, "%s: large_blocks %zu -> %zu", what, was->large_blocks, s.large_blocks);
+    cr_assert_eq(s.retained_bytes, was->retained_bytes, "%s: retained_bytes %zu -> %zu", what, was->retained_bytes, s.retained_bytes);
+}

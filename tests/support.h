@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "khashlite/khashlite.h"
+#include "khashlite/khl_pool.h"
 #include "support/check_alloc.h"
 #include "support/prng.h"
 
@@ -46,5 +47,14 @@ uint32_t test_home_group(const khl_block_t *b, uint64_t hash);
  * without the overflow bit of the hash's class.  groups + 1 when it never
  * gets there. */
 uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target);
+
+/* --- pools ---------------------------------------------------------------- */
+
+/* p's counters now. */
+khl_pool_stats_t test_pool_stats(const khl_pool_t *p);
+/* Asserts p's counters are those of `was`, every one but system_calls (a
+ * failed request to the system is still one): a call that reports failure
+ * leaves the pool exactly as it was.  `what` names the call. */
+void test_assert_pool_unchanged(const khl_pool_stats_t *was, const khl_pool_t *p, const char *what);
 
 #endif

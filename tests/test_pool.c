@@ -46,13 +46,6 @@ static void counting_free(counting_t *c)
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 
-static khl_pool_stats_t stats_of(const khl_pool_t *p)
-{
-    khl_pool_stats_t s;
-    khl_pool_stats(p, &s);
-    return s;
-}
-
 static uint64_t rng_state;
 
 static uint64_t rng(void)
@@ -111,19 +104,6 @@ static khl_pool_t *pool_with(size_t max_small, size_t chunk, int ts, int checked
     return pool_with_limit(max_small, chunk, ts, checked, backing, 0);
 }
 
-/* Every field: a call that reports failure leaves the pool exactly as it was. */
-static void assert_stats_unchanged(const khl_pool_stats_t *was, const khl_pool_t *p, const char *what)
-{
-    khl_pool_stats_t s = stats_of(p);
-    cr_assert_eq(s.in_use_bytes, was->in_use_bytes, "%s: in_use_bytes %zu -> %zu", what, was->in_use_bytes, s.in_use_bytes);
-    cr_assert_eq(s.peak_bytes, was->peak_bytes, "%s: peak_bytes %zu -> %zu", what, was->peak_bytes, s.peak_bytes);
-    cr_assert_eq(s.system_bytes, was->system_bytes, "%s: system_bytes %zu -> %zu", what, was->system_bytes, s.system_bytes);
-    cr_assert_eq(s.allocs, was->allocs, "%s: allocs moved", what);
-    cr_assert_eq(s.frees, was->frees, "%s: frees moved", what);
-    cr_assert_eq(s.meta_bytes, was->meta_bytes, "%s: meta_bytes %zu -> %zu", what, was->meta_bytes, s.meta_bytes);
-    cr_assert_eq(s.chunks, was->chunks, "%s: chunks %zu -> %zu", what, was->chunks, s.chunks);
-    cr_assert_eq(s.large_blocks, was->large_blocks, "%s: large_blocks %zu -> %zu", what, was->large_blocks, s.large_blocks);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Basics                                                                    */
@@ -134,7 +114,7 @@ Test(pool_basic, new_alloc_free_destroy)
     khl_pool_stats_t s;
     void *a, *b;
     cr_assert_not_null(p);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 0);
     cr_assert_eq(s.system_bytes, 0, "a new pool takes no chunk");
     a = khl_pool_alloc(p, 100);
@@ -142,13 +122,13 @@ Test(pool_basic, new_alloc_free_destroy)
     cr_assert(a && b && a != b);
     memset(a, 1, 100);
     memset(b, 2, 100);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.allocs, 2);
     cr_assert_eq(s.in_use_bytes, 2 * khl_pool_block_size(p, a));
     cr_assert_gt(s.system_bytes, 0);
     khl_pool_free(p, a, 100);
     khl_pool_free_unsized(p, b);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.frees, 2);
     cr_assert_eq(s.in_use_bytes, 0);
     cr_assert_eq(s.peak_bytes, 2 * khl_pool_block_size(p, khl_pool_alloc(p, 100)));
@@ -167,13 +147,13 @@ Test(pool_basic, zero_and_huge_requests)
     cr_assert_null(khl_pool_calloc(p, 0, 8));
     cr_assert_null(khl_pool_calloc(p, 8, 0));
     cr_assert_null(khl_pool_realloc(p, NULL, 0, 0));
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.allocs, 0);
     cr_assert_eq(s.frees, 0);
     cr_assert_eq(s.system_bytes, 0);
     khl_pool_free(p, NULL, 10);
     khl_pool_free_unsized(p, NULL);
-    cr_assert_eq(stats_of(p).frees, 0, "freeing NULL is a no-op");
+    cr_assert_eq(test_pool_stats(p).frees, 0, "freeing NULL is a no-op");
     khl_pool_destroy(p);
 }
 
@@ -187,10 +167,10 @@ Test(pool_basic, null_options_and_zero_fields_are_defaults)
     cr_assert_not_null(p);
     b = khl_pool_alloc(p, KHL_POOL_DEFAULT_MAX_SMALL);
     cr_assert_eq(khl_pool_block_size(p, b), KHL_POOL_DEFAULT_MAX_SMALL);
-    cr_assert_eq(stats_of(p).large_blocks, 0, "max_small itself is small");
+    cr_assert_eq(test_pool_stats(p).large_blocks, 0, "max_small itself is small");
     khl_pool_free(p, b, KHL_POOL_DEFAULT_MAX_SMALL);
     b = khl_pool_alloc(p, KHL_POOL_DEFAULT_MAX_SMALL + 1);
-    cr_assert_eq(stats_of(p).large_blocks, 1);
+    cr_assert_eq(test_pool_stats(p).large_blocks, 1);
     khl_pool_free(p, b, KHL_POOL_DEFAULT_MAX_SMALL + 1);
     khl_pool_destroy(p);
 }
@@ -214,7 +194,7 @@ static void every_size(khl_pool_t *p, size_t max_small)
         else
             khl_pool_free_unsized(p, b);
     }
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
 }
 
 Test(pool_basic, alignment_of_every_size_class)
@@ -251,9 +231,9 @@ Test(pool_basic, many_blocks_are_distinct_and_hold_their_contents)
         else
             khl_pool_free_unsized(p, b[i]);
     }
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).allocs, N);
-    cr_assert_eq(stats_of(p).frees, N);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, N);
+    cr_assert_eq(test_pool_stats(p).frees, N);
     khl_pool_destroy(p);
 }
 
@@ -272,8 +252,8 @@ Test(pool_basic, sized_and_unsized_free_mixed_with_large)
         fill(b[i], sizes[i], i);
         expect += sizes[i] > KHL_POOL_DEFAULT_MAX_SMALL ? sizes[i] : khl_pool_block_size(p, b[i]);
     }
-    cr_assert_eq(stats_of(p).in_use_bytes, expect);
-    cr_assert_eq(stats_of(p).large_blocks, 3);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, expect);
+    cr_assert_eq(test_pool_stats(p).large_blocks, 3);
     cr_assert_eq(khl_pool_block_size(p, b[11]), 300000);
     for (i = 0; i < 12; i++) {
         cr_assert(check(b[i], sizes[i], i));
@@ -282,10 +262,10 @@ Test(pool_basic, sized_and_unsized_free_mixed_with_large)
         else
             khl_pool_free(p, b[i], sizes[i]);
     }
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).large_blocks, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).large_blocks, 0);
     khl_pool_trim(p);
-    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
@@ -302,11 +282,11 @@ Test(pool_basic, calloc_zeroes_and_checks_overflow)
     cr_assert_eq(z, b, "the freed block is reused, so zeroing is really tested");
     for (i = 0; i < 200; i++)
         cr_assert_eq(z[i], 0);
-    cr_assert_eq(stats_of(p).allocs, 2, "calloc counts as an alloc");
+    cr_assert_eq(test_pool_stats(p).allocs, 2, "calloc counts as an alloc");
     cr_assert_null(khl_pool_calloc(p, SIZE_MAX / 2 + 1, 2));
     cr_assert_null(khl_pool_calloc(p, 2, SIZE_MAX / 2 + 1));
     cr_assert_null(khl_pool_calloc(p, SIZE_MAX, SIZE_MAX));
-    cr_assert_eq(stats_of(p).allocs, 2);
+    cr_assert_eq(test_pool_stats(p).allocs, 2);
     z = khl_pool_calloc(p, 1000, 100);   /* large */
     for (i = 0; i < 100000; i++)
         cr_assert_eq(z[i], 0);
@@ -337,8 +317,8 @@ static void realloc_walk(khl_pool_t *p, int unsized)
         cur = n;
     }
     cr_assert_null(khl_pool_realloc(p, b, cur, 0));
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, test_pool_stats(p).frees);
 }
 
 Test(pool_realloc, across_classes_and_large_sized)
@@ -373,16 +353,16 @@ Test(pool_realloc, counts_moves_and_not_in_place)
     void *b = khl_pool_realloc(p, NULL, 0, 100);   /* NULL ptr: alloc */
     void *q;
     cr_assert_not_null(b);
-    s0 = stats_of(p);
+    s0 = test_pool_stats(p);
     cr_assert_eq(s0.allocs, 1);
     q = khl_pool_realloc(p, b, 100, 110);   /* same class (112) */
     cr_assert_eq(q, b);
-    s1 = stats_of(p);
+    s1 = test_pool_stats(p);
     cr_assert_eq(s1.allocs, s0.allocs);
     cr_assert_eq(s1.frees, s0.frees);
     q = khl_pool_realloc(p, b, 110, 500);   /* moves */
     cr_assert_neq(q, b);
-    s1 = stats_of(p);
+    s1 = test_pool_stats(p);
     cr_assert_eq(s1.allocs, s0.allocs + 1);
     cr_assert_eq(s1.frees, s0.frees + 1);
     cr_assert_eq(s1.in_use_bytes, khl_pool_block_size(p, q));
@@ -390,11 +370,11 @@ Test(pool_realloc, counts_moves_and_not_in_place)
     q = khl_pool_realloc(p, b, 100000, 90000);  /* large shrink, in place */
     cr_assert_eq(q, b);
     cr_assert_eq(khl_pool_block_size(p, q), 90000);
-    cr_assert_eq(stats_of(p).in_use_bytes, 90000);
-    cr_assert_eq(stats_of(p).allocs, s0.allocs + 2);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 90000);
+    cr_assert_eq(test_pool_stats(p).allocs, s0.allocs + 2);
     cr_assert_null(khl_pool_realloc(p, q, 90000, 0));   /* nsize 0: free */
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).frees, stats_of(p).allocs);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).frees, test_pool_stats(p).allocs);
     khl_pool_destroy(p);
 }
 
@@ -406,15 +386,15 @@ Test(pool_realloc, failure_leaves_block_untouched)
     unsigned char *b = khl_pool_alloc(p, 100);
     khl_pool_stats_t s;
     fill(b, 100, 3);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     c->fail_at = c->attempts + 1;
     c->fail_after = 1;
     cr_assert_null(khl_pool_realloc(p, b, 100, 5000), "new class needs a chunk");
     cr_assert_null(khl_pool_realloc(p, b, 100, 100000), "large needs the system");
     cr_assert_null(khl_pool_realloc_unsized(p, b, 100000));
     cr_assert(check(b, 100, 3));
-    cr_assert_eq(stats_of(p).allocs, s.allocs);
-    cr_assert_eq(stats_of(p).in_use_bytes, s.in_use_bytes);
+    cr_assert_eq(test_pool_stats(p).allocs, s.allocs);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, s.in_use_bytes);
     cr_assert(khl_pool_owns(p, b));
     khl_pool_free(p, b, 100);
     khl_pool_destroy(p);
@@ -479,7 +459,7 @@ Test(pool_reserve, exactly_n_allocations_touch_no_system)
     khl_pool_stats_t s;
     size_t calls, i;
     cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     calls = c->attempts;
     cr_assert_gt(s.system_bytes, 0);
     cr_assert_eq(s.allocs, 0, "a reserve is not an allocation");
@@ -487,7 +467,7 @@ Test(pool_reserve, exactly_n_allocations_touch_no_system)
         b[i] = khl_pool_alloc(p, 97 + i % 16);   /* all in the 112-byte class */
         cr_assert_not_null(b[i]);
     }
-    cr_assert_eq(stats_of(p).system_bytes, s.system_bytes, "no new system memory");
+    cr_assert_eq(test_pool_stats(p).system_bytes, s.system_bytes, "no new system memory");
     cr_assert_eq(c->attempts, calls, "no backing call");
     for (i = 0; i < N; i++)
         khl_pool_free(p, b[i], 97 + i % 16);
@@ -512,7 +492,7 @@ Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
     cr_assert_eq(khl_pool_reserve(p, 64, N), 0);
     cr_assert_eq(khl_pool_reserve(p, 50, N), 0);   /* same class: adds up */
     khl_pool_trim(p);
-    sys = stats_of(p).system_bytes;
+    sys = test_pool_stats(p).system_bytes;
     calls = c->attempts;
     cr_assert_geq(sys, 2 * N * 64);
     for (i = 0; i < 2 * N; i++) {
@@ -521,13 +501,13 @@ Test(pool_reserve, reserves_add_up_and_trim_keeps_them)
         if (i == N)
             khl_pool_trim(p);   /* keeps what is still reserved */
     }
-    cr_assert_eq(stats_of(p).system_bytes, sys);
+    cr_assert_eq(test_pool_stats(p).system_bytes, sys);
     cr_assert_eq(c->attempts, calls);
     for (i = 0; i < 2 * N; i++)
         khl_pool_free(p, b[i], 64);
     khl_pool_trim(p);   /* reserve used up: everything can go */
-    cr_assert_eq(stats_of(p).system_bytes, 0);
-    cr_assert_eq(stats_of(p).chunks, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).chunks, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
@@ -541,7 +521,7 @@ Test(pool_reserve, invalid_requests_fail_and_reserve_nothing)
     cr_assert_eq(khl_pool_reserve(p, 100, SIZE_MAX), -1);
     cr_assert_eq(khl_pool_reserve(p, 100, SIZE_MAX / 64), -1);
     cr_assert_eq(khl_pool_reserve(p, 100, 0), 0);
-    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
     khl_pool_destroy(p);
 }
 
@@ -554,10 +534,10 @@ Test(pool_reserve, thread_safe_pool_keeps_the_promise)
     void *x = khl_pool_alloc(p, 200);   /* this thread's cache exists */
     khl_pool_free(p, x, 200);
     cr_assert_eq(khl_pool_reserve(p, 200, N), 0);
-    sys = stats_of(p).system_bytes;
+    sys = test_pool_stats(p).system_bytes;
     for (i = 0; i < N; i++)
         cr_assert_not_null(b[i] = khl_pool_alloc(p, 200));
-    cr_assert_eq(stats_of(p).system_bytes, sys);
+    cr_assert_eq(test_pool_stats(p).system_bytes, sys);
     for (i = 0; i < N; i++)
         khl_pool_free_unsized(p, b[i]);
     khl_pool_destroy(p);
@@ -578,10 +558,10 @@ static void reserve_used_up(int ts)
     for (i = 0; i < N / 2; i++)
         cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
     khl_pool_trim(p);
-    sys = stats_of(p).system_bytes;
+    sys = test_pool_stats(p).system_bytes;
     for (; i <= N; i++)
         cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
-    cr_assert_eq(stats_of(p).system_bytes, sys, "the reserve held across the trim");
+    cr_assert_eq(test_pool_stats(p).system_bytes, sys, "the reserve held across the trim");
     for (i = 0; i < 1000000; i++) {
         void *x = khl_pool_alloc(p, 100);
         cr_assert_not_null(x);
@@ -590,9 +570,9 @@ static void reserve_used_up(int ts)
     for (i = 0; i <= N; i++)
         khl_pool_free(p, b[i], 100);
     khl_pool_trim(p);
-    cr_assert_eq(stats_of(p).system_bytes, 0, "thread_safe=%d: trim kept %zu bytes", ts,
-                 stats_of(p).system_bytes);
-    cr_assert_eq(stats_of(p).chunks, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0, "thread_safe=%d: trim kept %zu bytes", ts,
+                 test_pool_stats(p).system_bytes);
+    cr_assert_eq(test_pool_stats(p).chunks, 0);
     khl_pool_destroy(p);
 }
 
@@ -617,13 +597,13 @@ Test(pool_trim, returns_wholly_free_chunks_only)
     size_t i, full;
     for (i = 0; i < N; i++)
         b[i] = khl_pool_alloc(p, 100);
-    full = stats_of(p).system_bytes;
-    cr_assert_gt(stats_of(p).chunks, 10);
+    full = test_pool_stats(p).system_bytes;
+    cr_assert_gt(test_pool_stats(p).chunks, 10);
     for (i = 0; i < N; i++)
         if (i < N / 2 || i % 1000)   /* keep one block in every ~1000 of the second half */
             khl_pool_free(p, b[i], 100);
     khl_pool_trim(p);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_lt(s.system_bytes, full, "free chunks went back");
     cr_assert_gt(s.system_bytes, 0, "chunks with a live block stay");
     cr_assert_eq(c->live_bytes, s.system_bytes + s.meta_bytes);
@@ -641,8 +621,8 @@ Test(pool_trim, returns_wholly_free_chunks_only)
         khl_pool_free_unsized(p, b[i]);
     }
     khl_pool_trim(p);
-    cr_assert_eq(stats_of(p).system_bytes, 0);
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
@@ -685,14 +665,14 @@ Test(pool_bundles, freed_blocks_come_back_exactly_once)
             else
                 khl_pool_free_unsized(p, got[i]);
         }
-        before = stats_of(p);
+        before = test_pool_stats(p);
         cr_assert_eq(before.in_use_bytes, 0);
         for (i = 0; i < K; i++) {
             back[i] = khl_pool_alloc(p, n);
             cr_assert_not_null(back[i]);
             fill(back[i], n, i);   /* a block still listed in a bundle would be overwritten */
         }
-        after = stats_of(p);
+        after = test_pool_stats(p);
         cr_assert_eq(after.system_bytes, before.system_bytes, "size %zu: reuse took no new memory", n);
         for (i = 0; i < K; i++)
             cr_assert(check(back[i], n, i), "size %zu: block %zu handed out twice", n, i);
@@ -728,14 +708,14 @@ Test(pool_bundles, trim_keeps_no_block_of_a_released_chunk)
         b[k] = NULL;
     }
     khl_pool_trim(p);
-    system = stats_of(p).system_bytes;
+    system = test_pool_stats(p).system_bytes;
     cr_assert_gt(system, 0);
     /* Every block handed out before the pool needs a new chunk must be one of
      * the surviving chunks' (the others' memory is back with `backing`). */
     for (;;) {
         void *q = khl_pool_alloc(p, 100);
         cr_assert_not_null(q);
-        if (stats_of(p).system_bytes != system) {
+        if (test_pool_stats(p).system_bytes != system) {
             khl_pool_free(p, q, 100);
             break;
         }
@@ -747,7 +727,7 @@ Test(pool_bundles, trim_keeps_no_block_of_a_released_chunk)
         cr_assert_lt(reused, (size_t)N, "more free blocks than the pool ever had");
     }
     cr_assert_gt(reused, 0);
-    cr_assert_eq(stats_of(p).in_use_bytes, (kept + reused) * khl_pool_block_size(p, b[0]));
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, (kept + reused) * khl_pool_block_size(p, b[0]));
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
@@ -805,14 +785,14 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
     int failures = 0;
     c->fail_at = k ? first + k : 0;
     for (step = 0; step < 80; step++) {
-        khl_pool_stats_t before = stats_of(p);
+        khl_pool_stats_t before = test_pool_stats(p);
         size_t n = step % 3 == 0 ? 20000 + step : 16 + step * 100;
         snprintf(what, sizeof what, "k=%zu step=%zu", k, step);
         if (step % 7 == 6) {
             int r = khl_pool_reserve(p, 16 + step * 10, 200);
             if (r < 0) {
                 failures++;
-                assert_stats_unchanged(&before, p, what);
+                test_assert_pool_unchanged(&before, p, what);
             } else {
                 cr_assert_eq(r, 0);
             }
@@ -822,7 +802,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
             void *q = khl_pool_realloc(p, live[nlive - 1], size[nlive - 1], m);
             if (!q) {
                 failures++;
-                assert_stats_unchanged(&before, p, what);
+                test_assert_pool_unchanged(&before, p, what);
                 cr_assert(check(live[nlive - 1], size[nlive - 1], nlive - 1), "%s", what);
             } else {
                 cr_assert(check(q, size[nlive - 1], nlive - 1), "%s", what);
@@ -832,9 +812,9 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
             }
         } else if ((live[nlive] = khl_pool_alloc(p, n)) == NULL) {
             failures++;
-            assert_stats_unchanged(&before, p, what);
+            test_assert_pool_unchanged(&before, p, what);
         } else {
-            cr_assert_eq(stats_of(p).allocs, before.allocs + 1);
+            cr_assert_eq(test_pool_stats(p).allocs, before.allocs + 1);
             size[nlive] = n;
             fill(live[nlive], n, nlive);
             nlive++;
@@ -847,7 +827,7 @@ static int failure_run(int ts, int checked, size_t k, size_t *calls)
         cr_assert(check(live[nlive], size[nlive], nlive));
         khl_pool_free_unsized(p, live[nlive]);
     }
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0, "k=%zu leaked", k);
     counting_free(c);
@@ -894,10 +874,10 @@ Test(pool_failure, reserve_failure_reserves_nothing)
     khl_pool_t *p = pool_with(2000, 16 * 1024, 0, 0, &a);
     khl_pool_stats_t s;
     c->fail_at = c->attempts + 3;   /* the third chunk of the reserve fails */
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(khl_pool_reserve(p, 100, 1000), -1);
-    assert_stats_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
-    cr_assert_eq(stats_of(p).chunks, 0);
+    test_assert_pool_unchanged(&s, p, "failed reserve");   /* chunks and index growth undone */
+    cr_assert_eq(test_pool_stats(p).chunks, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
@@ -921,33 +901,33 @@ static void limit_holds(int ts, int checked)
     while (n < MAX && (b[n] = khl_pool_alloc(p, 100)) != NULL)
         fill(b[n], 100, n), n++;
     cr_assert_lt(n, MAX, "the limit never stopped allocation");
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.system_bytes, limit, "ts=%d checked=%d: %zu bytes held", ts, checked, s.system_bytes);
     cr_assert_eq(s.chunks, 3);
     cr_assert_null(khl_pool_alloc(p, 100));
-    assert_stats_unchanged(&s, p, "small alloc past the limit");
+    test_assert_pool_unchanged(&s, p, "small alloc past the limit");
     cr_assert_null(khl_pool_alloc(p, 16));
-    assert_stats_unchanged(&s, p, "alloc of a new class past the limit");
+    test_assert_pool_unchanged(&s, p, "alloc of a new class past the limit");
     cr_assert_null(khl_pool_alloc(p, 20000));
-    assert_stats_unchanged(&s, p, "large alloc past the limit");
+    test_assert_pool_unchanged(&s, p, "large alloc past the limit");
     cr_assert_eq(khl_pool_reserve(p, 100, 1), -1);
-    assert_stats_unchanged(&s, p, "reserve past the limit");
+    test_assert_pool_unchanged(&s, p, "reserve past the limit");
     cr_assert_null(khl_pool_realloc(p, b[0], 100, 5000));
-    assert_stats_unchanged(&s, p, "realloc growth past the limit");
+    test_assert_pool_unchanged(&s, p, "realloc growth past the limit");
     cr_assert(check(b[0], 100, 0));
     for (i = 0; i < n; i++) {
         cr_assert(check(b[i], 100, i));
         khl_pool_free(p, b[i], 100);
     }
     khl_pool_trim(p);
-    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
     /* the limit counts what is held now: all of it is free again */
     cr_assert_null(khl_pool_alloc(p, limit), "a block plus its header exceeds the limit");
     cr_assert_not_null(b[0] = khl_pool_alloc(p, limit - 4096));
-    cr_assert_eq(stats_of(p).system_bytes, limit);
+    cr_assert_eq(test_pool_stats(p).system_bytes, limit);
     khl_pool_free_unsized(p, b[0]);
     cr_assert_eq(khl_pool_reserve(p, 100, 1000), 0);
-    cr_assert_leq(stats_of(p).system_bytes, limit);
+    cr_assert_leq(test_pool_stats(p).system_bytes, limit);
     khl_pool_destroy(p);
 }
 
@@ -974,11 +954,11 @@ Test(pool_limit, counts_what_backing_gave)
     khl_pool_stats_t s;
     void *x = khl_pool_alloc(p, 100);
     cr_assert_not_null(x);
-    s = stats_of(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.system_bytes, 2 * KHL_POOL_DEFAULT_CHUNK_BYTES - 16);
     cr_assert_eq(c->live_bytes, s.system_bytes + s.meta_bytes);
     cr_assert_null(khl_pool_alloc(p, 16), "a second chunk would pass the limit");
-    assert_stats_unchanged(&s, p, "second chunk");
+    test_assert_pool_unchanged(&s, p, "second chunk");
     khl_pool_free(p, x, 100);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
@@ -1002,12 +982,12 @@ Test(pool_limit, huge_reserve_fails_without_touching_memory)
     unlimited = pool_with(0, 0, 0, 0, &a);
     c->fail_at = c->attempts + 1;
     c->fail_after = 1;
-    s = stats_of(limited);
+    s = test_pool_stats(limited);
     cr_assert_eq(khl_pool_reserve(limited, 1024, (size_t)1 << 30), -1, "1 TiB past a 64 MiB limit");
-    assert_stats_unchanged(&s, limited, "1 TiB reserve");
-    s = stats_of(unlimited);
+    test_assert_pool_unchanged(&s, limited, "1 TiB reserve");
+    s = test_pool_stats(unlimited);
     cr_assert_eq(khl_pool_reserve(unlimited, 1024, (size_t)1 << 38), -1, "256 TiB, no limit");
-    assert_stats_unchanged(&s, unlimited, "256 TiB reserve");
+    test_assert_pool_unchanged(&s, unlimited, "256 TiB reserve");
     cr_assert_eq(c->attempts, c->fail_at - 1, "the system was asked for %zu blocks",
                  c->attempts - (c->fail_at - 1));
     khl_pool_destroy(limited);
@@ -1028,8 +1008,8 @@ Test(pool_allocf, lua_style_hook)
     cr_assert_eq(a.ud, p);
     cr_assert_null(a.fn(a.ud, NULL, 0, 0));
     cr_assert_null(a.fn(a.ud, NULL, 5, 0), "Lua passes a type tag as osize");
-    cr_assert_eq(stats_of(p).allocs, 0, "(NULL, 0) counts nothing");
-    cr_assert_eq(stats_of(p).frees, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, 0, "(NULL, 0) counts nothing");
+    cr_assert_eq(test_pool_stats(p).frees, 0);
     b = a.fn(a.ud, NULL, 4 /* LUA_TTABLE */, 48);
     cr_assert_not_null(b);
     fill(b, 48, 9);
@@ -1038,9 +1018,9 @@ Test(pool_allocf, lua_style_hook)
     b = a.fn(a.ud, b, 4000, 24);
     cr_assert(check(b, 24, 9));
     cr_assert_null(a.fn(a.ud, b, 24, 0));
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).allocs, 3);
-    cr_assert_eq(stats_of(p).frees, 3);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, 3);
+    cr_assert_eq(test_pool_stats(p).frees, 3);
     khl_pool_destroy(p);
 }
 
@@ -1257,7 +1237,7 @@ static void differential(khl_pool_t *p, unsigned long ops, uint64_t seed)
         if (op % 64 == 0)
             cr_assert_eq(khl_pool_check(p), 0, "op %lu: pool invariant broken", op);
         if (op % 4096 == 0) {
-            khl_pool_stats_t st = stats_of(p);
+            khl_pool_stats_t st = test_pool_stats(p);
             cr_assert_eq(st.in_use_bytes, bytes, "op %lu", op);
             cr_assert_eq(st.allocs - st.frees, live);
             cr_assert_geq(st.peak_bytes, st.in_use_bytes);
@@ -1270,12 +1250,12 @@ static void differential(khl_pool_t *p, unsigned long ops, uint64_t seed)
             cr_assert(check(s[i].p, s[i].n, s[i].id));
             khl_pool_free_unsized(p, s[i].p);
         }
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, test_pool_stats(p).frees);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_trim(p);
     cr_assert_eq(khl_pool_check(p), 0);
-    cr_assert_eq(stats_of(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
 }
 
 Test(pool_random, default_pool)
@@ -1332,7 +1312,7 @@ static void table_workload(khl_pool_t *p)
         khl_put(ps, &s, (uint64_t)i << 20, &ret);
         cr_assert_eq(ret, 1);
     }
-    cr_assert_gt(stats_of(p).in_use_bytes, 0);
+    cr_assert_gt(test_pool_stats(p).in_use_bytes, 0);
     cr_assert(khl_pool_owns(p, khl_single_base(h.b)), "the block (past its counters) is on the pool");
     for (i = 0; i < 50000; i += 2)
         khl_del(pm, &h, khl_get(pm, &h, i * 7u));
@@ -1351,8 +1331,8 @@ static void table_workload(khl_pool_t *p)
     cr_assert_eq(khl_size(pm, &h), 25000);
     khl_destroy(pm, &h);
     khl_destroy(ps, &s);
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
-    cr_assert_eq(stats_of(p).allocs, stats_of(p).frees);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).allocs, test_pool_stats(p).frees);
 }
 
 Test(pool_tables, map_and_set_on_a_pool)
@@ -1395,7 +1375,7 @@ Test(pool_tables, out_of_memory_leaves_table_intact)
     for (uint32_t j = 0; j < i; j++)
         cr_assert_neq(khl_get(pm, &h, j), khl_end(pm, &h));
     khl_destroy(pm, &h);
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     khl_pool_destroy(p);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);

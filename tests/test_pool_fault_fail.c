@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "khashlite/khl_pool.h"
+#include "support.h"
 
 #ifdef MADV_POPULATE_WRITE
 
@@ -42,24 +42,6 @@ static khl_pool_t *new_pool(int thread_safe)
     return p;
 }
 
-static khl_pool_stats_t stats_of(const khl_pool_t *p)
-{
-    khl_pool_stats_t s;
-    khl_pool_stats(p, &s);
-    return s;
-}
-
-/* Every count but system_calls, which counts the refused request too. */
-static void assert_same_but_calls(const khl_pool_stats_t *a, const khl_pool_stats_t *b)
-{
-    khl_pool_stats_t x = *a, y = *b;
-    x.system_calls = y.system_calls = 0;
-    cr_assert(memcmp(&x, &y, sizeof x) == 0,
-              "the pool changed: in use %zu -> %zu, system %zu -> %zu, chunks %zu -> %zu, allocs %llu -> %llu",
-              a->in_use_bytes, b->in_use_bytes, a->system_bytes, b->system_bytes, a->chunks, b->chunks,
-              (unsigned long long)a->allocs, (unsigned long long)b->allocs);
-}
-
 enum { SIZE = 100, MAX_BLOCKS = 4000 };
 
 /* Allocates blocks of SIZE bytes with page steps refused until one fails
@@ -72,7 +54,7 @@ static void refused_step_fails_cleanly(int thread_safe, int first)
 {
     static void *v[MAX_BLOCKS];
     khl_pool_t *p = new_pool(thread_safe);
-    khl_pool_stats_t before, after;
+    khl_pool_stats_t before;
     size_t n = 0, i;
     if (first)
         cr_assert_not_null(v[n++] = khl_pool_alloc(p, SIZE));
@@ -80,15 +62,14 @@ static void refused_step_fails_cleanly(int thread_safe, int first)
     refuse_populate = 1;
     for (;;) {
         cr_assert_lt(n, MAX_BLOCKS, "no allocation needed a page step");
-        before = stats_of(p);
+        before = test_pool_stats(p);
         if (!(v[n] = khl_pool_alloc(p, SIZE)))
             break;
         n++;
     }
-    after = stats_of(p);
     refuse_populate = 0;
     cr_assert_eq(refused, 1, "%lu steps refused", refused);
-    assert_same_but_calls(&before, &after);
+    test_assert_pool_unchanged(&before, p, "the refused step's allocation");
     cr_assert_eq(khl_pool_check(p), 0);
     cr_assert_not_null(v[n] = khl_pool_alloc(p, SIZE), "the pool did not recover");
     n++;
@@ -97,7 +78,7 @@ static void refused_step_fails_cleanly(int thread_safe, int first)
     cr_assert_eq(khl_pool_check(p), 0);
     for (i = 0; i < n; i++)
         khl_pool_free(p, v[i], SIZE);
-    cr_assert_eq(stats_of(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     khl_pool_destroy(p);
 }
 

@@ -18,13 +18,6 @@
 #define MiB ((size_t)1024 * 1024)
 #define WINDOW KHL_POOL_DEFAULT_CHUNK_BYTES
 
-static khl_pool_stats_t lstats(const khl_pool_t *p)
-{
-    khl_pool_stats_t s;
-    khl_pool_stats(p, &s);
-    return s;
-}
-
 static khl_pool_t *lpool(int ts, int checked, const khl_allocator_t *backing, size_t limit,
                          size_t large_max)
 {
@@ -82,7 +75,7 @@ static int marked(const void *b, size_t n, unsigned id)
 
 static void assert_same(const khl_pool_stats_t *a, const khl_pool_t *p, const char *what)
 {
-    khl_pool_stats_t s = lstats(p);
+    khl_pool_stats_t s = test_pool_stats(p);
     cr_assert(s.in_use_bytes == a->in_use_bytes && s.peak_bytes == a->peak_bytes &&
                   s.system_bytes == a->system_bytes && s.allocs == a->allocs && s.frees == a->frees &&
                   s.meta_bytes == a->meta_bytes && s.chunks == a->chunks &&
@@ -136,13 +129,13 @@ Test(pool_large, alloc_free_alternation_on_mmap)
     int i;
     void *b = khl_pool_alloc(p, 100 * KiB);
     khl_pool_free(p, b, 100 * KiB);
-    calls = lstats(p).system_calls;
+    calls = test_pool_stats(p).system_calls;
     for (i = 0; i < 1000; i++) {
         b = khl_pool_alloc(p, 16 * KiB + 1 + (size_t)i * 997);
         cr_assert_not_null(b);
         khl_pool_free_unsized(p, b);
     }
-    cr_assert_eq(lstats(p).system_calls, calls);
+    cr_assert_eq(test_pool_stats(p).system_calls, calls);
     khl_pool_destroy(p);
 }
 
@@ -154,7 +147,7 @@ Test(pool_large, stats_count_arenas_spans_and_trim)
     khl_pool_t *p = lpool(0, 0, NULL, 0, 0);
     khl_pool_stats_t s;
     void *a = khl_pool_alloc(p, 20000), *b = khl_pool_alloc(p, 300000);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 320000);
     cr_assert_eq(s.large_blocks, 2);
     cr_assert_eq(s.system_bytes, 8 * MiB, "one arena");
@@ -166,7 +159,7 @@ Test(pool_large, stats_count_arenas_spans_and_trim)
     cr_assert_not(khl_pool_owns(p, (char *)b + WINDOW), "a window inside a span is no block");
     khl_pool_free(p, a, 20000);
     khl_pool_free_unsized(p, b);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 0);
     cr_assert_eq(s.large_blocks, 0);
     cr_assert_eq(s.allocs, 2);
@@ -176,7 +169,7 @@ Test(pool_large, stats_count_arenas_spans_and_trim)
     cr_assert_not(khl_pool_owns(p, a));
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_trim(p);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.system_bytes, 0);
     cr_assert_eq(s.retained_bytes, 0);
     khl_pool_destroy(p);
@@ -190,11 +183,11 @@ Test(pool_large, one_empty_arena_is_kept)
     int i;
     for (i = 0; i < 4; i++)
         cr_assert_not_null(b[i] = khl_pool_alloc(p, 3 * MiB));   /* 2 per arena */
-    cr_assert_eq(lstats(p).system_bytes, 16 * MiB);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 16 * MiB);
     for (i = 0; i < 4; i++)
         khl_pool_free(p, b[i], 3 * MiB);
-    cr_assert_eq(lstats(p).system_bytes, 8 * MiB);
-    cr_assert_eq(lstats(p).retained_bytes, 8 * MiB);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 8 * MiB);
+    cr_assert_eq(test_pool_stats(p).retained_bytes, 8 * MiB);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_destroy(p);
 }
@@ -219,14 +212,14 @@ Test(pool_large, realloc_grows_in_place_and_shrink_never_moves)
         cr_assert(marked(q, n, 7));
         n *= 2;
         mark(b, n, 7);
-        cr_assert_eq(lstats(p).in_use_bytes, n);
+        cr_assert_eq(test_pool_stats(p).in_use_bytes, n);
         cr_assert_eq(khl_pool_check(p), 0);
     }
     cr_assert_eq(c->attempts, calls);
     q = khl_pool_realloc(p, b, n, 20000);
     cr_assert_eq(q, b, "a shrink moved");
     cr_assert_eq(khl_pool_block_size(p, q), 20000);
-    cr_assert_eq(lstats(p).in_use_bytes, 20000);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 20000);
     /* the windows it gave back serve the next block, right after it */
     q = khl_pool_alloc(p, 100 * KiB);
     cr_assert_eq(q, b + WINDOW, "the freed tail was not reused");
@@ -247,7 +240,7 @@ Test(pool_large, realloc_moves_when_the_next_window_is_taken)
     q = khl_pool_realloc(p, a, 50000, 200000);
     cr_assert_neq(q, a);
     cr_assert(marked(q, 50000, 1));
-    cr_assert_eq(lstats(p).large_blocks, 2);
+    cr_assert_eq(test_pool_stats(p).large_blocks, 2);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, q, 200000);
     khl_pool_free(p, b, 50000);
@@ -268,13 +261,13 @@ Test(pool_large, huge_block_grows_and_shrinks)
     cr_assert_not_null(b);
     cr_assert(marked(b, n, 3));
     mark(b, 24 * MiB, 4);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 29 * MiB);
     cr_assert_geq(s.system_bytes, 29 * MiB);
     cr_assert_eq(khl_pool_check(p), 0);
     cr_assert_eq(khl_pool_realloc(p, b, 24 * MiB, 5 * MiB), b, "a huge shrink moved");
     cr_assert(prefix_marked(b, 5 * MiB, 4));
-    cr_assert_lt(lstats(p).system_bytes, s.system_bytes, "the pages past a halved block went back");
+    cr_assert_lt(test_pool_stats(p).system_bytes, s.system_bytes, "the pages past a halved block went back");
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, b, 5 * MiB);
     khl_pool_free(p, other, 5 * MiB);
@@ -291,7 +284,7 @@ Test(pool_large, huge_mappings_are_kept_and_trimmed)
     void *b = khl_pool_alloc(p, 5 * MiB);
     int i;
     khl_pool_free(p, b, 5 * MiB);
-    cr_assert_gt(lstats(p).retained_bytes, 5 * MiB);
+    cr_assert_gt(test_pool_stats(p).retained_bytes, 5 * MiB);
     calls = c->attempts;
     for (i = 0; i < 100; i++) {
         cr_assert_not_null(b = khl_pool_alloc(p, 5 * MiB - (size_t)i * 1000));
@@ -300,8 +293,8 @@ Test(pool_large, huge_mappings_are_kept_and_trimmed)
     cr_assert_eq(c->attempts, calls, "a kept mapping was not reused");
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_trim(p);
-    cr_assert_eq(lstats(p).system_bytes, 0);
-    cr_assert_eq(lstats(p).retained_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).retained_bytes, 0);
     khl_pool_destroy(p);
     backing_done(c);
 }
@@ -320,18 +313,18 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     void *a = khl_pool_alloc(p, 3 * WINDOW), *b, *small[64];
     int i;
     cr_assert_not_null(a);
-    cr_assert_eq(lstats(p).system_bytes, 4 * WINDOW, "an arena cut to its block");
-    s = lstats(p);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 4 * WINDOW, "an arena cut to its block");
+    s = test_pool_stats(p);
     cr_assert_null(khl_pool_alloc(p, 3 * WINDOW));
     assert_same(&s, p, "a span past the limit");
     cr_assert_null(khl_pool_realloc(p, a, 3 * WINDOW, 6 * WINDOW));
     assert_same(&s, p, "a realloc past the limit");
     khl_pool_free(p, a, 3 * WINDOW);
-    cr_assert_eq(lstats(p).retained_bytes, 4 * WINDOW);
+    cr_assert_eq(test_pool_stats(p).retained_bytes, 4 * WINDOW);
     /* small blocks need chunks: the empty arena makes room for them */
     for (i = 0; i < 64; i++)
         cr_assert_not_null(small[i] = khl_pool_alloc(p, 8000), "chunk %d", i);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_leq(s.system_bytes, limit);
     cr_assert_eq(s.retained_bytes, 0);
     for (i = 0; i < 64; i++)
@@ -342,10 +335,10 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     p = lpool(0, 0, NULL, limit, 2 * WINDOW);
     cr_assert_not_null(b = khl_pool_alloc(p, 4 * WINDOW));
     khl_pool_free(p, b, 4 * WINDOW);
-    cr_assert_gt(lstats(p).retained_bytes, 4 * WINDOW);
+    cr_assert_gt(test_pool_stats(p).retained_bytes, 4 * WINDOW);
     cr_assert_not_null(a = khl_pool_alloc(p, 50000));
     cr_assert_not_null(b = khl_pool_alloc(p, WINDOW));
-    cr_assert_leq(lstats(p).system_bytes, limit);
+    cr_assert_leq(test_pool_stats(p).system_bytes, limit);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free_unsized(p, a);
     khl_pool_free_unsized(p, b);
@@ -353,13 +346,13 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     /* a huge block's mremap growth counts against the limit too */
     cr_assert_not_null(b = khl_pool_alloc(p, 3 * WINDOW));
     mark(b, 3 * WINDOW, 9);
-    s = lstats(p);
+    s = test_pool_stats(p);
     cr_assert_null(khl_pool_realloc(p, b, 3 * WINDOW, 6 * WINDOW));
     assert_same(&s, p, "a huge realloc past the limit");
     cr_assert(marked(b, 3 * WINDOW, 9));
     cr_assert_not_null(b = khl_pool_realloc(p, b, 3 * WINDOW, 5 * WINDOW));
     cr_assert(prefix_marked(b, 3 * WINDOW, 9));
-    cr_assert_leq(lstats(p).system_bytes, limit);
+    cr_assert_leq(test_pool_stats(p).system_bytes, limit);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free_unsized(p, b);
     khl_pool_destroy(p);
@@ -384,7 +377,7 @@ static int large_failure_run(int ts, int checked, uint64_t k, uint64_t *calls)
     c->fail_at = k ? first + k : 0;
     for (step = 0; step < 120; step++) {
         size_t j = prng_next(&rng) % 12, n = 16 * KiB + 1 + prng_next(&rng) % (3 * MiB);
-        khl_pool_stats_t before = lstats(p);
+        khl_pool_stats_t before = test_pool_stats(p);
         if (live[j] && step % 3 == 0) {
             void *q = khl_pool_realloc(p, live[j], size[j], n);
             if (!q) {
@@ -541,10 +534,10 @@ Test(pool_large, threads_share_arenas)
     }
     for (i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
-    cr_assert_eq(lstats(p).large_blocks, 0);
-    cr_assert_eq(lstats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).large_blocks, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_trim(p);
-    cr_assert_eq(lstats(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
     khl_pool_destroy(p);
 }

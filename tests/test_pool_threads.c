@@ -21,13 +21,6 @@
 
 #define NTHREADS 4
 
-static khl_pool_stats_t pt_stats(const khl_pool_t *p)
-{
-    khl_pool_stats_t s;
-    khl_pool_stats(p, &s);
-    return s;
-}
-
 /* keep: thread_keep_bytes (0: the default). */
 static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
 {
@@ -196,7 +189,7 @@ static void stress(khl_pool_t *p, int iters)
         cr_assert_eq(pthread_create(&th[i], NULL, stress_worker, &w[i]), 0);
     }
     for (i = 0; i < 20; i++) {   /* stats while the threads run */
-        s = pt_stats(p);
+        s = test_pool_stats(p);
         cr_assert_geq(s.allocs, s.frees - 0);
     }
     for (i = 0; i < NTHREADS; i++)
@@ -204,14 +197,14 @@ static void stress(khl_pool_t *p, int iters)
     while ((b = q_pop(&q)) != NULL)
         pt_check_free(p, b, 1);
     pthread_mutex_destroy(&q.m);
-    s = pt_stats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 0);
     cr_assert_eq(s.allocs, s.frees);
     cr_assert_gt(s.allocs, (uint64_t)iters);
     cr_assert_geq(s.peak_bytes, 1);
     /* The workers exited: their caches went back, so trim returns it all. */
     khl_pool_trim(p);
-    s = pt_stats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.system_bytes, 0, "%zu bytes still held", s.system_bytes);
 }
 
@@ -250,7 +243,7 @@ Test(pool_threads, thread_exit_gives_its_cache_back)
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, alloc_and_free_many, p), 0);
     pthread_join(t, NULL);
-    cr_assert_gt(pt_stats(p).peak_bytes, 0);
+    cr_assert_gt(test_pool_stats(p).peak_bytes, 0);
     pt_all_back(p, 2000);
 }
 
@@ -413,12 +406,12 @@ Test(pool_threads, pool_destroyed_while_threads_live)
     pthread_barrier_wait(&bar);
     for (i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
-    s = pt_stats(p);
+    s = test_pool_stats(p);
     cr_assert_eq(s.allocs, 300, "only the new pool's calls count");
     cr_assert_eq(s.frees, 300);
     cr_assert_eq(s.in_use_bytes, 0);
     khl_pool_trim(p);
-    cr_assert_eq(pt_stats(p).system_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
     khl_pool_destroy(p);
     pthread_barrier_destroy(&bar);
 }
@@ -449,7 +442,7 @@ Test(pool_threads, several_pools_in_several_threads)
     for (i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
     for (k = 0; k < 3; k++) {
-        khl_pool_stats_t s = pt_stats(pools[k]);
+        khl_pool_stats_t s = test_pool_stats(pools[k]);
         cr_assert_eq(s.allocs, 300 * NTHREADS);
         cr_assert_eq(s.frees, 300 * NTHREADS);
         cr_assert_eq(s.in_use_bytes, 0);
@@ -477,10 +470,10 @@ Test(pool_threads, blocks_outlive_their_thread)
     slots[0] = p;
     cr_assert_eq(pthread_create(&t, NULL, alloc_and_exit, slots), 0);
     pthread_join(t, NULL);
-    cr_assert_eq(pt_stats(p).in_use_bytes, 50 * khl_pool_block_size(p, slots[1]));
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 50 * khl_pool_block_size(p, slots[1]));
     for (i = 1; i <= 50; i++)
         pt_check_free(p, slots[i], i & 1);
-    cr_assert_eq(pt_stats(p).in_use_bytes, 0);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
     khl_pool_destroy(p);
 }
 
@@ -510,19 +503,19 @@ Test(pool_threads, reserve_used_up_by_several_threads)
     size_t sys;
     int i, j;
     cr_assert_eq(khl_pool_reserve(p, 100, 3000), 0);
-    sys = pt_stats(p).system_bytes;
+    sys = test_pool_stats(p).system_bytes;
     for (i = 0; i < 2; i++) {
         share[i].pool = p;
         cr_assert_eq(pthread_create(&t[i], NULL, take_share, &share[i]), 0);
     }
     for (i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    cr_assert_eq(pt_stats(p).system_bytes, sys, "3000 of the 3002 blocks were reserved");
+    cr_assert_eq(test_pool_stats(p).system_bytes, sys, "3000 of the 3002 blocks were reserved");
     for (i = 0; i < 2; i++)
         for (j = 0; j < 1501; j++)
             pt_check_free(p, share[i].b[j], j & 1);
     khl_pool_trim(p);
-    cr_assert_eq(pt_stats(p).system_bytes, 0, "trim kept %zu bytes", pt_stats(p).system_bytes);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0, "trim kept %zu bytes", test_pool_stats(p).system_bytes);
     khl_pool_destroy(p);
 }
 
@@ -575,7 +568,7 @@ Test(pool_threads, producer_consumer_reuses_memory)
     cr_assert_eq(pthread_create(&b, NULL, consumer, &pc), 0);
     pthread_join(a, NULL);
     pthread_join(b, NULL);
-    s = pt_stats(pc.pool);
+    s = test_pool_stats(pc.pool);
     cr_assert_eq(s.in_use_bytes, 0);
     cr_assert_eq(s.allocs, 200000);
     cr_assert_lt(s.system_bytes, (size_t)4 << 20, "%zu bytes taken: freed blocks were not reused",
@@ -680,9 +673,9 @@ Test(pool_threads, trim_takes_back_published_batches)
     pthread_t t;
     khl_pool_stats_t before, after;
     keeper_start(&k, &t, 1);
-    before = pt_stats(k.pool);
+    before = test_pool_stats(k.pool);
     khl_pool_trim(k.pool);
-    after = pt_stats(k.pool);
+    after = test_pool_stats(k.pool);
     cr_assert_eq(before.chunks, 2, "1280 blocks of 112 B fill one chunk and start another");
     cr_assert_eq(after.chunks, 1, "trim kept the chunk whose blocks are all published");
     cr_assert_eq(after.in_use_bytes, 0);
