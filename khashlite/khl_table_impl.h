@@ -317,10 +317,18 @@ typedef struct khl_putres {
     int ret;
 } khl_putres_t;
 
+/* From byte 16 - nb: a first block's control window, nb empty bytes then
+ * bytes that are not control bytes (0xFF), without a tag. */
+static const unsigned char khl_first_window[2 * KHL_GROUP_WIDTH] = {
+    KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
+    KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
+    KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
+    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+
 /* A table's first block laid out in mem (t->first_bytes)
  * holding one key whose tag is `tag`, in its highest bucket (where any put
  * into an empty group goes), inline: it is the first put of every tiny
- * table, and with t a constant the memsets are a few stores.  As
+ * table, and with t a constant its control window is one store.  As
  * khl_table.c lays out any block: every byte after the header defined (a
  * tiny table's control window reads into the slots), the other control
  * bytes empty.  A one-group table's header is all its counters (khl_check
@@ -331,10 +339,11 @@ static inline khl_block_t *khl_first_block(void *mem, const khl_type_t *t, unsig
     unsigned char *ctrl = (unsigned char *)(b + 1);
     uint32_t nb = t->first_buckets;
     /* The control window's 16 bytes defined (it may reach into the slots);
-     * every other byte is written before it is read. */
-    memset(ctrl, 0xFF, KHL_GROUP_WIDTH);
-    memset(ctrl, KHL_CTRL_EMPTY, nb - 1u);
-    ctrl[nb - 1u] = tag;
+     * every other byte is written before it is read.  One store, from which
+     * the next put's window load forwards: pieces of it would make that load
+     * wait for them to reach the cache. */
+    khl_group_store(ctrl, khl_group_with(khl_group_load(khl_first_window + KHL_GROUP_WIDTH - nb),
+                                         nb - 1u, tag));
     b->n_buckets = nb;
     b->size = 1;
     return b;
