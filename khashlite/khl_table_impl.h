@@ -1499,13 +1499,20 @@ static inline uint64_t khl_mix(uint64_t hash)
         }                                                                           \
         {                                                                           \
             /* A free bucket is an empty one (I4), and the */                       \
-            /* table may fill.  The highest: see the block's description. */        \
+            /* table may fill.  Puts fill from the highest bucket down (the */      \
+            /* block's description): with no hole left by a deletion, the */        \
+            /* bucket is nb - 1 - size, known without this put's match, so */       \
+            /* the next put's window load no longer waits for it (8 puts */         \
+            /* into a new u32 table: 55 -> 37 ns).  Else the highest empty. */      \
             hash = khl_hashof_##name(key);                                          \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
             f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
-            if (KHL_UNLIKELY(!f_))                                                  \
-                KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, hash, key))            \
-            j = khl_mask_highest(f_);                                               \
+            j = nb - 1u - b->size;                                                  \
+            if (KHL_UNLIKELY(j >= nb || !((f_ >> j) & 1u))) {                       \
+                if (KHL_UNLIKELY(!f_))                                              \
+                    KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, hash, key))        \
+                j = khl_mask_highest(f_);                                           \
+            }                                                                       \
             khl_group_store(ctrl_, khl_group_with(w_, j, khl_tag(hash)));           \
             b->size++;                                                              \
             *khl_keyp_##name(slots_, nb, j) = key;                                  \
