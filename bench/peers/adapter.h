@@ -163,8 +163,10 @@ void peers_oom(const char *what);
 
 #if defined(__GNUC__)
 #define PEERS_NOINLINE __attribute__((noinline))
+#define PEERS_INLINE inline __attribute__((always_inline))
 #else
 #define PEERS_NOINLINE
+#define PEERS_INLINE inline
 #endif
 
 /* The loops, once, for the adapter TAG of blueprint BP (see the top).

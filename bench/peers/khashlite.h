@@ -33,7 +33,10 @@ extern const khl_allocator_t peers_khl_count_allocator;   /* through peers_mallo
         khl_init(NAME, h, peers_counting ? &peers_khl_count_allocator : peers_khl_alloc); \
     }                                                                                 \
     static inline void TAG##_free(TAG##_T *h) { khl_destroy(NAME, h); }               \
-    static inline int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)               \
+    /* Forced inline: holding khl_put's forced-inline body, the wrapper grew */     \
+    /* past what gcc inlines, and every put of the loops became a call that a */    \
+    /* program calling khl_put does not make. */                                    \
+    static PEERS_INLINE int TAG##_put(TAG##_T *h, peers_##BP##_K k, size_t i)         \
     {                                                                                 \
         int ret;                                                                      \
         khl_iter_t it = khl_put(NAME, h, k, &ret);                                    \
