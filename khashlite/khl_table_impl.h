@@ -522,20 +522,32 @@ static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, k
 /* First free bucket on the walk of `hash`, the table having one; every full
  * group passed on the way gets the key's overflow bit (only a table of more
  * than one group has a walk that passes one).  During an in-place rehash a
- * bucket marked deleted (a key still to place) counts as free. */
+ * bucket marked deleted (a key still to place) counts as free.  taken: NULL,
+ * or the buckets a move into a new table has filled, a bit a bucket, 16 a
+ * group, where the free ones are read instead of from the control bytes
+ * (and the bucket returned is marked taken). */
 static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t shift,
-                                     uint64_t hash)
+                                     uint64_t hash, uint16_t *taken)
 {
     khl_probe_t p = khl_probe_start(hash, shift, nb);
     uint32_t live = khl_live_mask(nb);
     for (;;) {
-        uint32_t f = khl_group_free(khl_group_load(ctrl + khl_probe_base(&p))) & live;
-        if (f)
+        uint32_t g = khl_probe_base(&p) / KHL_GROUP_WIDTH, f;
+        f = (taken ? (uint32_t)(uint16_t)~taken[g] : khl_group_free(khl_group_load(ctrl + khl_probe_base(&p)))) &
+            live;
+        if (f) {
+            if (taken)
+                taken[g] = (uint16_t)(taken[g] | 1u << khl_mask_highest(f));
             return khl_probe_base(&p) + khl_mask_highest(f);
-        khl_ovf_at(ctrl, nb)[khl_probe_base(&p) / KHL_GROUP_WIDTH] |= (unsigned char)khl_ovf_bit(khl_tag(hash));
+        }
+        khl_ovf_at(ctrl, nb)[g] |= (unsigned char)khl_ovf_bit(khl_tag(hash));
         khl_probe_next(&p);
     }
 }
+
+/* The most groups a move into a new table tracks in a bitmap on the stack
+ * (KHL_MOVE_GROUPS * 2 bytes). */
+#define KHL_MOVE_GROUPS 256u
 
 /* Empties bucket i, which holds a key.  No tombstone: lookups end by the
  * overflow bits (I3).  A larger table takes the bucket back into
@@ -1160,19 +1172,42 @@ static inline uint64_t khl_mix(uint64_t hash)
         return khl_hashof_##name(*(const khl_keyt_##name *)k);                      \
     }
 
+/* The walk of a move: every key of `from` to the first free bucket j_ of
+ * its walk in `to` (khl_find_free with `taken`), whose control byte SET
+ * writes. */
+#define KHL_I_MOVE_LOOP(name, to, from, taken, SET)                                 \
+    {                                                                               \
+        /* Locals: a control byte's store may alias the regions' fields. */         \
+        unsigned char *const fc_ = (from)->ctrl, *const tc_ = (to)->ctrl;          \
+        char *const fp_ = (from)->pairs;                                            \
+        char *const tp_ = (to)->pairs;                                              \
+        const uint32_t nb_ = (from)->n_buckets, tnb_ = (to)->n_buckets, tsh_ = (to)->shift; \
+        uint32_t base_, mask_, i_;                                                  \
+        khl_walk_from(fc_, nb_, 0, &base_, &mask_);                                 \
+        for (i_ = khl_walk_next(fc_, nb_, &base_, &mask_); i_ < nb_;                \
+             i_ = khl_walk_next(fc_, nb_, &base_, &mask_)) {                        \
+            uint64_t hash_ = khl_hashof_##name(*khl_keyp_##name(fp_, nb_, i_));     \
+            uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);             \
+            SET;                                                                    \
+            khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                       \
+        }                                                                           \
+    }
+
 /* The two rebuild loops, into new storage and in place, and the type's
  * description for khl_table.c. */
 #define KHL_I_IMPL_REBUILD(name)                                                    \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
-        uint32_t nb = from->n_buckets, base, mask, i;                               \
-        khl_walk_from(from->ctrl, nb, 0, &base, &mask);                             \
-        for (i = khl_walk_next(from->ctrl, nb, &base, &mask); i < nb;               \
-             i = khl_walk_next(from->ctrl, nb, &base, &mask)) {                     \
-            uint64_t hash = khl_hashof_##name(*khl_keyp_##name(from->pairs, nb, i)); \
-            uint32_t j = khl_find_free(to->ctrl, to->n_buckets, to->shift, hash);   \
-            khl_ctrl_set(to->ctrl, j, khl_tag(hash));                               \
-            khl_slotcopy_##name(to->pairs, to->n_buckets, j, from->pairs, nb, i);   \
+        /* Up to KHL_MOVE_GROUPS groups, the new table's free buckets are a */      \
+        /* bitmap on the stack and its control bytes are stored a byte at a */      \
+        /* time, never loaded: a group's load, blend and store waited on the */     \
+        /* store before it (a life of 64 sequential u32 keys 1.27 -> 0.92 us). */   \
+        uint16_t taken_[KHL_MOVE_GROUPS];                                           \
+        if (to->n_buckets <= KHL_MOVE_GROUPS * KHL_GROUP_WIDTH) {                   \
+            memset(taken_, 0, (to->n_buckets + KHL_GROUP_WIDTH - 1u) / KHL_GROUP_WIDTH * sizeof *taken_); \
+            KHL_I_MOVE_LOOP(name, to, from, taken_, tc_[j_] = khl_tag(hash_));         \
+        } else {                                                                    \
+            KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag(hash_))); \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way): every key to place is marked deleted; each */    \
@@ -1190,7 +1225,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         for (i = n_placed; i-- > 0;) {                                              \
             while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
                 uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i)); \
-                uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash);            \
+                uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);      \
                 if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
                     khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
                 } else if (r->ctrl[j] == KHL_CTRL_EMPTY) {                          \
@@ -1389,7 +1424,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         r.b = b = h->b;                                                             \
         nb = b->n_buckets;                                                          \
         ctrl = khl_ctrlof_##name(b);                                                \
-        r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash);                       \
+        r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash, NULL);                 \
         base = r.i & ~(KHL_GROUP_WIDTH - 1u);                                       \
         khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base, khl_tag(hash)); \
         *khl_keyp_##name(khl_slots_##name(b), nb, r.i) = key;                       \
