@@ -32,8 +32,9 @@
  * they hand out; allocation prefetches the block it will hand out next.
  * With no free block a class bumps a pointer through the never-used part of
  * its current chunk, so taking a new chunk never costs a pass over its
- * blocks: one mmap.  Its pages come in a step at a time ahead of the bump
- * pointer (unless lazy_pages), so that no allocation waits for a page fault.
+ * blocks: one mmap.  Where the system maps pages ahead for less than a
+ * trapped fault costs, they come in a step at a time ahead of the bump
+ * pointer, so that no allocation waits for a page fault (lazy_pages).
  * Larger requests up to large_max (default 4 MiB) are spans: runs of
  * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
  * with a header at its first window that records the size, so unsized
@@ -98,6 +99,7 @@ typedef struct khl_pool_stats_s {
     size_t   large_blocks;   /* live large blocks */
     uint64_t system_calls;   /* requests the pool made of the system: mmap, munmap, mremap, madvise, or calls of `backing` */
     size_t   retained_bytes; /* part of system_bytes that holds no block and goes first under limit_bytes: empty arenas, kept mappings */
+    int      pages_ahead;    /* 1: the pool faults its chunks' pages ahead of their blocks (lazy_pages) */
 } khl_pool_stats_t;
 
 typedef struct khl_pool_options {      /* a zero field means its default */
@@ -123,20 +125,26 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * both blocks at once; freed blocks keep their chunks until
      * khl_pool_trim, so a caller that wants them counted off trims and
      * retries. */
-    int    lazy_pages;       /* 1: never pre-fault a chunk; its pages fault in as its blocks are first written */
-    /* By default (0), a chunk the pool maps itself (no backing allocator)
+    int    lazy_pages;       /* 0: the pool chooses (below); 1: never fault pages ahead; KHL_POOL_PAGES_AHEAD: always */
+    /* Faulting ahead: a chunk the pool maps itself (no backing allocator)
      * has its pages faulted in a step at a time ahead of the bump pointer
      * (a page, or 4 of its class's blocks up to 16 KiB, whichever is more:
      * a page for blocks up to 1 KiB), each step in one system call
      * (MADV_POPULATE_WRITE; a touch per page on kernels before 5.14) by the
      * allocation that reaches it, so no allocation waits for a trapped
-     * page fault and none faults more pages than glibc's slowest calls do
-     * (bench/programs/fastmm.c, pool_latency; docs/pool.md has the
-     * figures); the call that takes a chunk faults the first step.
+     * page fault; the call that takes a chunk faults the first step.
      * Thread-safe pools do the same: a thread takes a chunk's whole
      * never-used run and faults its pages a step at a time as it reaches
-     * them.  khl_pool_reserve keeps every fault and system call out of the
-     * allocations it covers. */
+     * them.  Lazily, each page faults in at the first write of a block in
+     * it, as glibc's do.  By default (0) a pool faults ahead where that
+     * costs less: when a page mapped by MADV_POPULATE_WRITE took less time
+     * than a trapped fault, measured once per process at the first such
+     * pool's khl_pool_new (a few pages, tens of microseconds, in system
+     * calls no pool's system_calls counts); khl_pool_stats says which
+     * (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5
+     * us; on another 1.4 and 2.1 (docs/pool.md has the tails either way
+     * gives).  khl_pool_reserve keeps every fault and system call out of
+     * the allocations it covers. */
     size_t thread_keep_bytes; /* thread-safe pools: freed bytes a thread keeps for itself; 0: KHL_POOL_DEFAULT_THREAD_KEEP_BYTES */
     /* A thread's frees go to its own cache; each full batch stays there,
      * for that thread's next allocations, while the batches it keeps hold
@@ -156,6 +164,9 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * the pool holds never makes it fail.  An arena is 8 MiB unless the
      * limit leaves less, then just what the block needs. */
 } khl_pool_options_t;
+
+/* lazy_pages: fault a chunk's pages ahead of its blocks, whatever they cost. */
+#define KHL_POOL_PAGES_AHEAD (-1)
 
 /* Default max_small: 16 KiB.  Table blocks double on growth, so a table's
  * block walks through the classes; up to 16 KiB (about 1000 buckets of an

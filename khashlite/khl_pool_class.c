@@ -52,8 +52,10 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
  * each: 4 pages in one call took 3.6 us, less than one trapped fault.
  * Pre-faulting a whole 128 KiB chunk in the call that takes it (as the pool
  * did) put 32 pages, 40-50 us, into one call and left the pool's p99.9 and
- * maximum behind glibc's, which faults lazily.  So a plain or checked pool
- * faults a chunk's pages a step at a time, ahead of its bump pointer: c->end stops at the last slot
+ * maximum behind glibc's, which faults lazily.  So a pool that faults
+ * ahead (where that costs less than a trap: khl_i_faults_ahead_pay, in
+ * khl_pool_os.c) faults a chunk's pages a step at a time, ahead of its
+ * bump pointer: c->end stops at the last slot
  * whose pages are in, and the call that reaches it faults the next step
  * (cls_fault_ahead).  Steps of 4 pages cost one call in 146 of 100 B 4-8 us
  * on that VM, less than a trap; but on another (a trap 1.9 us, a populated
@@ -72,8 +74,9 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
  * (khl_pool_thread.c says why) but only its faulted pages: the thread
  * faults the next step when it reaches them (khl_i_run_fault_ahead), as
  * the class would.  It used to fault a chunk of 1024 or more blocks whole
- * when it took it, the 40-50 us call above.  With lazy_pages or a
- * backing allocator every page faults at its first write. */
+ * when it took it, the 40-50 us call above.  Otherwise (lazy_pages, a
+ * machine where a trap costs less, a backing allocator) every page faults
+ * at its first write. */
 #define FAULT_STEP_BLOCKS 4u
 #define FAULT_STEP_MAX ((size_t)16 * 1024)
 

@@ -76,8 +76,8 @@
  * For the class's current chunk (c.cur) the bump pointer is c.bump, and
  *   c.bump <= c.end <= its slots' end,  (c.end - slots) % c.size = 0
  * where c.end stops before the slots' end at the pages faulted so far (the
- * pool faults them a step at a time, unless lazy_pages or a backing
- * allocator); other chunks keep their bump pointer in chunk.bump.  A
+ * pool faults them a step at a time where it faults ahead: pages_ahead
+ * in khl_pool_stats); other chunks keep their bump pointer in chunk.bump.  A
  * thread's run (thread-safe pools) is the rest of a chunk from its bump,
  * faulted up to its end: bump == end != NULL says the slots past end are
  * still the thread's, their pages not in yet.

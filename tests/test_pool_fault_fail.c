@@ -37,6 +37,7 @@ static khl_pool_t *new_pool(int thread_safe)
     khl_pool_options_t o;
     memset(&o, 0, sizeof o);
     o.thread_safe = thread_safe;
+    o.lazy_pages = KHL_POOL_PAGES_AHEAD;
     khl_pool_t *p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;

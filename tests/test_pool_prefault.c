@@ -1,12 +1,14 @@
-/* test_pool_prefault.c: when a chunk's pages come in.  A plain pool faults
- * them a page (or a block larger than a page) at a time ahead of its bump
- * pointer: the call that takes a chunk faults only the first step, no call
- * faults more than the page after its block, and every block is resident
- * before its first write, whatever its class (so no allocation waits for a
- * trapped page fault).  A thread-safe pool's threads step through their
- * runs the same way; with lazy_pages pages come in only as blocks are
- * written; a reserve's allocations make no system call.  Residency is read
- * with mincore(2). */
+/* test_pool_prefault.c: when a chunk's pages come in.  A pool that faults
+ * ahead (lazy_pages = KHL_POOL_PAGES_AHEAD) faults them a page (or a block
+ * larger than a page) at a time ahead of its bump pointer: the call that
+ * takes a chunk faults only the first step, no call faults more than the
+ * page after its block, and every block is resident before its first
+ * write, whatever its class (so no allocation waits for a trapped page
+ * fault).  A thread-safe pool's threads step through their runs the same
+ * way; with lazy_pages = 1 pages come in only as blocks are written; by
+ * default the pool does one or the other, as the rule chooses from this
+ * machine's costs, and says which; a reserve's allocations make no system
+ * call.  Residency is read with mincore(2). */
 #define _DEFAULT_SOURCE 1
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -14,7 +16,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "khashlite/khl_pool.h"
+#include "khashlite/khashlite.h"
+#include "khashlite/khl_pool_internal.h"
 
 #define CHUNK KHL_POOL_DEFAULT_CHUNK_BYTES
 
@@ -51,11 +54,12 @@ static int resident(const void *b, size_t n)
     return 1;
 }
 
+/* lazy: 1 lazily, 0 ahead. */
 static khl_pool_t *new_pool(int lazy, int thread_safe)
 {
     khl_pool_options_t o;
     memset(&o, 0, sizeof o);
-    o.lazy_pages = lazy;
+    o.lazy_pages = lazy ? 1 : KHL_POOL_PAGES_AHEAD;
     o.thread_safe = thread_safe;
     khl_pool_t *p = khl_pool_new(&o);
     cr_assert_not_null(p);
@@ -254,5 +258,73 @@ Test(pool_prefault, a_chunk_take_is_one_mapping_and_one_step)
         }
     }
     cr_assert_leq(best, 2, "the cheapest chunk take made %llu system calls", (unsigned long long)best);
+    khl_pool_destroy(p);
+}
+
+/* The rule: ahead only where a populated page costs less than a trap. */
+Test(pool_prefault, faulting_ahead_pays_only_below_a_traps_cost)
+{
+    cr_assert(khl_i_ahead_pays(10000, 1500), "a 10 us trap against a 1.5 us populated page");
+    cr_assert_not(khl_i_ahead_pays(1400, 2100), "a 1.4 us trap against a 2.1 us populated page");
+    cr_assert_not(khl_i_ahead_pays(2000, 2000));
+}
+
+/* khl_pool_stats says what the pool does, and the pool does it: the forced
+ * modes whatever the machine, the default as measured (once per process:
+ * every default pool answers alike). */
+static int pages_ahead(khl_pool_t *p)
+{
+    khl_pool_stats_t st;
+    khl_pool_stats(p, &st);
+    return st.pages_ahead;
+}
+
+Test(pool_prefault, the_stats_say_whether_pages_come_ahead)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p = new_pool(0, 0), *q = new_pool(1, 0), *d, *e;
+    cr_assert_eq(pages_ahead(p), 1);
+    cr_assert_eq(pages_ahead(q), 0);
+    memset(&o, 0, sizeof o);
+    cr_assert_not_null(d = khl_pool_new(&o));
+    cr_assert_not_null(e = khl_pool_new(&o));
+    cr_assert_eq(pages_ahead(d), pages_ahead(e), "one answer per process");
+    khl_pool_destroy(p);
+    khl_pool_destroy(q);
+    khl_pool_destroy(d);
+    khl_pool_destroy(e);
+}
+
+Test(pool_prefault, the_default_does_what_its_stats_say)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    void *b;
+    memset(&o, 0, sizeof o);
+    cr_assert_not_null(p = khl_pool_new(&o));
+    cr_assert_not_null(b = khl_pool_alloc(p, 2048));
+    /* A 2 KiB block's chunk: ahead, its first step of 8 KiB is in before any
+     * write; lazily, only the pages the pool itself wrote (at most the
+     * header's and the block's first). */
+    uintptr_t chunk = (uintptr_t)b & ~(uintptr_t)(CHUNK - 1);
+    size_t through = ((uintptr_t)b + 2048 - chunk + page_size() - 1) / page_size();
+    if (pages_ahead(p))
+        cr_assert(resident(b, 2048), "ahead, but the block is not resident before its write");
+    else
+        cr_assert_lt(resident_pages(b), through + 1, "lazily, but %zu pages resident", resident_pages(b));
+    khl_pool_free(p, b, 2048);
+    khl_pool_destroy(p);
+}
+
+/* Memory a backing allocator gives is left as it comes: nothing ahead. */
+Test(pool_prefault, a_backed_pool_never_faults_ahead)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    memset(&o, 0, sizeof o);
+    o.backing = &khl_libc_allocator;
+    o.lazy_pages = KHL_POOL_PAGES_AHEAD;
+    cr_assert_not_null(p = khl_pool_new(&o));
+    cr_assert_eq(pages_ahead(p), 0);
     khl_pool_destroy(p);
 }

@@ -21,8 +21,8 @@
 
 #define NTHREADS 4
 
-/* keep: thread_keep_bytes (0: the default). */
-static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
+/* keep: thread_keep_bytes (0: the default); pages: lazy_pages. */
+static khl_pool_t *pt_pool_with(int checked, size_t keep, int pages)
 {
     khl_pool_options_t o;
     khl_pool_t *p;
@@ -30,9 +30,15 @@ static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
     o.thread_safe = 1;
     o.checked = checked;
     o.thread_keep_bytes = keep;
+    o.lazy_pages = pages;
     p = khl_pool_new(&o);
     cr_assert_not_null(p);
     return p;
+}
+
+static khl_pool_t *pt_pool_keeping(int checked, size_t keep)
+{
+    return pt_pool_with(checked, keep, 0);
 }
 
 static khl_pool_t *pt_pool(int checked)
@@ -339,10 +345,12 @@ Test(pool_threads, an_exiting_thread_gives_its_run_back_unwritten)
 
 /* When another thread has taken a new chunk meanwhile, an exiting thread's
  * run goes back as free blocks as far as its pages are in and stays never
- * used past them; the counts hold and trim frees both chunks. */
+ * used past them; the counts hold and trim frees both chunks.  (A pool
+ * that leaves pages to first writes has them all "in": its run goes back
+ * whole, and the pages its free blocks' links land on fault.) */
 Test(pool_threads, a_run_given_back_after_its_chunk_is_no_longer_current)
 {
-    khl_pool_t *p = pt_pool(0);
+    khl_pool_t *p = pt_pool_with(0, 0, KHL_POOL_PAGES_AHEAD);
     pthread_barrier_t bar;
     pthread_t a, b;
     cr_assert_eq(pthread_barrier_init(&bar, NULL, 2), 0);

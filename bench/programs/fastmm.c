@@ -240,7 +240,7 @@ static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
     if (kind == POOL_DIRECT || kind == POOL_HEADER || kind == POOL_INLINE || kind == POOL_TS_HEADER)
         ctx = p;
     if (kind == POOL_HOOK) {
-        cs->hook = (khl_allocator_t){opaque_allocf, p};
+        cs->hook = (khl_allocator_t){opaque_allocf, p, 0};
         ctx = &cs->hook;
     }
     add(cs, name, runs[kind][0], runs[kind][1], ctx, p);
@@ -379,27 +379,30 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
  * page fault if there is one) take?  200,000 allocations of 100 B, and of
  * sizes drawn uniformly from 16 B to 4 KiB (one fixed sequence for every
  * contender), each run on a new pool, the mallocs' blocks freed between
- * runs.  khl_pool faults its chunks' pages a step at a time ahead of its
- * bump pointer (the default); khl_pool_lazy has lazy_pages = 1, each page
- * faulted by its first write; khl_pool_reserved reserved the 100 B blocks
- * first (untimed); khl_pool_ts is thread-safe, called from this one
- * thread, which takes a chunk's whole never-used run and faults its pages
- * a step ahead as the plain pool does.
+ * runs.  khl_pool is a default pool, which faults its chunks' pages ahead
+ * of its bump pointer or leaves them to first writes as this machine's
+ * costs say (pages_ahead: 1 for ahead); khl_pool_ahead always faults
+ * them a step at a time ahead (lazy_pages = KHL_POOL_PAGES_AHEAD);
+ * khl_pool_lazy has lazy_pages = 1, each page faulted by its first write;
+ * khl_pool_reserved reserved the 100 B blocks first (untimed); khl_pool_ts
+ * is a default thread-safe pool, called from this one thread, which takes
+ * a chunk's whole never-used run.
  * Rows (workload pool_latency, table pool, n = calls): p50_ns, p99_ns,
  * p999_ns, max_ns, calls_over_100us, and for the pools chunk_take_ns, the
  * median time of the calls that took a chunk from the system, system_bytes,
  * what the pool took from the system for the run (the pages some call had
- * to fault), and p999_over_glibc and max_over_glibc, the pool's p99.9 and
+ * to fault), pages_ahead, and p999_over_glibc and max_over_glibc, the pool's p99.9 and
  * maximum over glibc's in the same repetition.
  * Median, min and max over runs; contenders interleaved run by run, their
  * order rotated. */
 
-enum { LAT_LAYOUTS = 2, LAT_MAX = 8 };
+enum { LAT_LAYOUTS = 2, LAT_MAX = 9 };
 static const char *const lat_layout[LAT_LAYOUTS] = {"100B", "16B-4KiB"};
-enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_LAZY, LAT_POOL_RESERVED, LAT_POOL_TS };
-enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_SYSTEM, LAT_METRICS };
+enum lat_pool { LAT_MALLOC, LAT_POOL, LAT_POOL_AHEAD, LAT_POOL_LAZY, LAT_POOL_RESERVED, LAT_POOL_TS };
+enum { LAT_P50, LAT_P99, LAT_P999, LAT_MAXNS, LAT_OVER100, LAT_CHUNK, LAT_SYSTEM, LAT_AHEAD, LAT_METRICS };
 static const char *const lat_metric[LAT_METRICS] = {"p50_ns", "p99_ns", "p999_ns", "max_ns",
-                                                     "calls_over_100us", "chunk_take_ns", "system_bytes"};
+                                                     "calls_over_100us", "chunk_take_ns", "system_bytes",
+                                                     "pages_ahead"};
 
 typedef struct lat_rival {
     const char *name;
@@ -435,7 +438,7 @@ static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
     if (r->kind != LAT_MALLOC) {
         khl_pool_options_t opt;
         memset(&opt, 0, sizeof opt);
-        opt.lazy_pages = r->kind == LAT_POOL_LAZY;
+        opt.lazy_pages = r->kind == LAT_POOL_LAZY ? 1 : r->kind == LAT_POOL_AHEAD ? KHL_POOL_PAGES_AHEAD : 0;
         opt.thread_safe = r->kind == LAT_POOL_TS;
         if (!(p = khl_pool_new(&opt)) ||
             (r->kind == LAT_POOL_RESERVED && khl_pool_reserve(p, 100, (size_t)w->count) != 0)) {
@@ -467,10 +470,11 @@ static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
         }
     }
     int ok = !p || khl_pool_check(p) == 0;
-    m[LAT_SYSTEM] = NAN;
+    m[LAT_SYSTEM] = m[LAT_AHEAD] = NAN;
     if (p) {
         khl_pool_stats(p, &st);
         m[LAT_SYSTEM] = (double)st.system_bytes;
+        m[LAT_AHEAD] = st.pages_ahead;
         khl_pool_destroy(p);
     }
     else
@@ -495,6 +499,7 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
         if (cs->c[i].run[0] == fm_libc_like_published)
             rv[n++] = (lat_rival_t){cs->c[i].name, cs->c[i].ctx, LAT_MALLOC};
     rv[n++] = (lat_rival_t){"khl_pool", NULL, LAT_POOL};
+    rv[n++] = (lat_rival_t){"khl_pool_ahead", NULL, LAT_POOL_AHEAD};
     rv[n++] = (lat_rival_t){"khl_pool_lazy", NULL, LAT_POOL_LAZY};
     rv[n++] = (lat_rival_t){"khl_pool_reserved", NULL, LAT_POOL_RESERVED};
     rv[n++] = (lat_rival_t){"khl_pool_ts", NULL, LAT_POOL_TS};
@@ -527,7 +532,7 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
         for (int c = 0; c < n; ++c)
             for (int k = 0; k < LAT_METRICS; ++k) {
                 if ((rv[c].kind == LAT_POOL_RESERVED && l != 0) ||
-                    ((k == LAT_CHUNK || k == LAT_SYSTEM) && rv[c].kind == LAT_MALLOC))
+                    ((k == LAT_CHUNK || k == LAT_SYSTEM || k == LAT_AHEAD) && rv[c].kind == LAT_MALLOC))
                     continue;
                 int got = 0;
                 for (int r = 0; r < runs; ++r)
