@@ -372,6 +372,20 @@ static void emit(const bench_opts_t *o, const contenders_t *cs, int rounds, int 
     free(v);
 }
 
+/* order[0..n) := a permutation of 0..n-1 drawn from *x (xorshift): the
+ * contenders' order for one repetition, so that none always follows the
+ * same one (what an allocator leaves behind can slow the next). */
+static void bench_shuffle(int *order, int n, uint64_t *x)
+{
+    for (int k = 0; k < n; ++k)
+        order[k] = k;
+    for (int k = n - 1; k > 0; --k) {
+        *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+        int at = (int)(*x % (uint64_t)(k + 1)), t = order[k];
+        order[k] = order[at], order[at] = t;
+    }
+}
+
 /* --- pool_latency: one timed allocation at a time -------------------------------- */
 
 /* Issue 14's latency question: on a fresh allocator with no reserve, how
@@ -525,13 +539,7 @@ static int run_latency(const bench_opts_t *o, const contenders_t *cs)
      * 9 runs where the same pool later in the order stayed at 0.3-0.9x. */
     int order[LAT_LAYOUTS * LAT_MAX];
     for (int r = 0, step = 0; rc == 0 && r < runs; ++r) {
-        for (int k = 0; k < LAT_LAYOUTS * n; ++k)
-            order[k] = k;
-        for (int k = LAT_LAYOUTS * n - 1; k > 0; --k) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            int at = (int)(x % (uint64_t)(k + 1)), t = order[k];
-            order[k] = order[at], order[at] = t;
-        }
+        bench_shuffle(order, LAT_LAYOUTS * n, &x);
         for (int k = 0; rc == 0 && k < LAT_LAYOUTS * n; ++k, ++step) {
             int j = order[k], l = j / n, c = j % n;
             if (rv[c].kind == LAT_POOL_RESERVED && l != 0)
