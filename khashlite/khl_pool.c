@@ -75,9 +75,10 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     /* Kept huge mappings: a few blocks just past large_max, so that a
      * buffer regrown above it does not map and unmap each time. */
     p->cache_max = 4 * (p->large_max > max_small ? p->large_max : KHL_POOL_DEFAULT_LARGE_MAX);
-    /* Measured only for a pool that would fault its own chunks' pages. */
-    p->prefault = o.lazy_pages == KHL_POOL_PAGES_AHEAD ||
-                  (o.lazy_pages == 0 && !o.backing && khl_i_faults_ahead_pay(p->page));
+    /* A backing allocator's memory is left as it comes; the machine's
+     * costs are measured only for a pool that would fault its own pages. */
+    p->prefault = !o.backing && (o.lazy_pages == KHL_POOL_PAGES_AHEAD ||
+                                 (o.lazy_pages == 0 && khl_i_faults_ahead_pay(p->page)));
     p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
     if (o.backing)
         p->backing = *o.backing;
@@ -519,7 +520,7 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
     s->large_blocks = p->nlarge;
     s->system_calls = p->sys_calls;
     s->retained_bytes = p->retained;
-    s->pages_ahead = p->prefault && !p->backing.fn;
+    s->pages_ahead = p->prefault;
     unlock(p);
 }
 

@@ -80,11 +80,6 @@ static void chunk_init(khl_pool_t *p, khl_pool_chunk_t *k, unsigned c)
 #define FAULT_STEP_BLOCKS 4u
 #define FAULT_STEP_MAX ((size_t)16 * 1024)
 
-static int steps_faults(const khl_pool_t *p)
-{
-    return p->prefault && !p->backing.fn;
-}
-
 /* The end of k's last slot below `faulted`, where the pages stop. */
 static char *slots_below(const khl_pool_chunk_t *k, const char *faulted)
 {
@@ -112,7 +107,7 @@ static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c, char **faulted)
 {
     size_t first = 0, off;
     khl_pool_chunk_t *k;
-    if (steps_faults(p)) {
+    if (p->prefault) {
         khl_i_chunk_layout(p, c, &off);
         first = fault_step_end(p, 0, off + p->cls[c].size, p->cls[c].size);
     }
@@ -120,7 +115,7 @@ static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c, char **faulted)
     if (k) {
         chunk_init(p, k, c);
         khl_i_large_shed(p);   /* the limit may have counted on kept large memory */
-        *faulted = (char *)k + (steps_faults(p) ? first : p->chunk_bytes);
+        *faulted = (char *)k + (p->prefault ? first : p->chunk_bytes);
     }
     return k;
 }

@@ -97,7 +97,7 @@ struct khl_pool {
      * thread's cache (locked paths, and the counts of exited threads). */
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
-    int prefault;                 /* 1: faults its chunks ahead (lazy_pages; khl_pool_class.c) */
+    int prefault;                 /* 1: faults its own chunks' pages ahead, never with a backing allocator (lazy_pages; khl_pool_class.c) */
     char *map_last, *map_above;   /* the last frame mapped, and its end (map_at_hint) */
     int map_up;                   /* 1: mappings are placed upward, as under valgrind */
     size_t limit;                 /* limit_bytes; 0: none */
