@@ -5,9 +5,11 @@
  *
  * Each map comes twice: with its default hash and equality for the key
  * (boost::hash with boost's post-mixing for integers, absl::Hash), and, for
- * the peers workload, with the hash every table gets there (suite_hash.h).
- * String keys are std::string_view of the 16 characters (their idiomatic
- * non-owning key).
+ * the peers workload, with the hash and equality every table gets there
+ * (suite_hash.h).  With their own hash, string keys are std::string_view of
+ * the 16 characters (their idiomatic non-owning key); in the peers workload
+ * they are const char *, hashed up to the NUL and compared with strcmp, as
+ * the suite's shims give them to every table, C and C++ alike.
  * A put is insert_or_assign: constructs the value once for a new key and
  * assigns it for a present one (the "replace" of the peers workload).
  *
@@ -18,6 +20,7 @@
  * OOM return -1. */
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <new>
 #include <string_view>
@@ -59,10 +62,14 @@ struct PeersAlloc {
     bool operator!=(const PeersAlloc<U> &) const noexcept { return false; }
 };
 
-// A blueprint's raw key as the maps' key.
-inline uint32_t key_of(uint32_t k) { return k; }
-inline uint64_t key_of(uint64_t k) { return k; }
-inline std::string_view key_of(const char *k) { return std::string_view(k, 16); }
+// A blueprint's raw key as a map's key type MK.
+template <class MK, class RK>
+inline MK key_as(RK k) { return k; }
+template <>
+inline std::string_view key_as<std::string_view, const char *>(const char *k)
+{
+    return std::string_view(k, 16);
+}
 
 template <class K, class V>
 using Boost = boost::unordered_flat_map<K, V, boost::hash<K>, std::equal_to<K>,
@@ -71,22 +78,24 @@ template <class K, class V>
 using Absl = absl::flat_hash_map<K, V, absl::Hash<K>, std::equal_to<K>,
                                  PeersAlloc<std::pair<const K, V>>>;
 
-// The peers workload's hash.  boost is told it avalanches, as the suite
-// tells it, so it adds no mixing of its own.
+// The peers workload's hash and equality.  boost is told the hash
+// avalanches, as the suite tells it, so it adds no mixing of its own.
 struct SuiteHash {
     using is_avalanching = void;
     std::size_t operator()(uint32_t k) const { return peers_fmix64(k); }
     std::size_t operator()(uint64_t k) const { return peers_fmix64(k); }
-    std::size_t operator()(std::string_view k) const
-    {
-        return peers_fnv1a_bytes(k.data(), k.size());
-    }
+    std::size_t operator()(const char *k) const { return peers_fnv1a_str(k); }
+};
+struct SuiteEq {
+    template <class K>
+    bool operator()(K a, K b) const { return a == b; }
+    bool operator()(const char *a, const char *b) const { return std::strcmp(a, b) == 0; }
 };
 template <class K, class V>
-using BoostS = boost::unordered_flat_map<K, V, SuiteHash, std::equal_to<K>,
+using BoostS = boost::unordered_flat_map<K, V, SuiteHash, SuiteEq,
                                          PeersAlloc<std::pair<const K, V>>>;
 template <class K, class V>
-using AbslS = absl::flat_hash_map<K, V, SuiteHash, std::equal_to<K>,
+using AbslS = absl::flat_hash_map<K, V, SuiteHash, SuiteEq,
                                   PeersAlloc<std::pair<const K, V>>>;
 
 // The handle: raw storage, so the generated loops can keep it on the stack
@@ -109,7 +118,7 @@ inline int flat_put(Box<M> *h, RK k, size_t i)
     typename M::mapped_type v;
     SET(&v, i);
     try {
-        return h->m().insert_or_assign(key_of(k), v).second ? 1 : 0;
+        return h->m().insert_or_assign(key_as<typename M::key_type>(k), v).second ? 1 : 0;
     } catch (const std::bad_alloc &) {
         return -1;
     }
@@ -118,12 +127,12 @@ inline int flat_put(Box<M> *h, RK k, size_t i)
 template <class M, class RK>
 inline const typename M::mapped_type *flat_get(const Box<M> *h, RK k)
 {
-    auto it = h->m().find(key_of(k));
+    auto it = h->m().find(key_as<typename M::key_type>(k));
     return it == h->m().end() ? nullptr : &it->second;
 }
 
 template <class M, class RK>
-inline int flat_erase(Box<M> *h, RK k) { return h->m().erase(key_of(k)) ? 1 : 0; }
+inline int flat_erase(Box<M> *h, RK k) { return h->m().erase(key_as<typename M::key_type>(k)) ? 1 : 0; }
 
 template <class M, uint64_t (*LOW)(const typename M::mapped_type *)>
 inline uint64_t flat_sum(const Box<M> *h)
@@ -182,10 +191,10 @@ PEERS_FLAT(absl_u64, Absl, u64, uint64_t)
 PEERS_FLAT(absl_str, Absl, str, std::string_view)
 PEERS_FLAT(boosts_u32, BoostS, u32, uint32_t)
 PEERS_FLAT(boosts_u64, BoostS, u64, uint64_t)
-PEERS_FLAT(boosts_str, BoostS, str, std::string_view)
+PEERS_FLAT(boosts_str, BoostS, str, const char *)
 PEERS_FLAT(absls_u32, AbslS, u32, uint32_t)
 PEERS_FLAT(absls_u64, AbslS, u64, uint64_t)
-PEERS_FLAT(absls_str, AbslS, str, std::string_view)
+PEERS_FLAT(absls_str, AbslS, str, const char *)
 PEERS_FLAT(absl_v32_u64, Absl, u64_u32, uint64_t)
 PEERS_FLAT(absl_v32_str, Absl, str_u32, std::string_view)
 

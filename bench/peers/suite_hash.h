@@ -23,22 +23,12 @@ static inline uint64_t peers_fmix64(uint64_t x)
 #define PEERS_FNV1A_BASIS 0xcbf29ce484222325ULL
 #define PEERS_FNV1A_PRIME 0x100000001b3ULL
 
-/* A C string, up to its NUL (the C tables' keys). */
+/* A C string, up to its NUL (every table's keys, as in the suite). */
 static inline uint64_t peers_fnv1a_str(const char *s)
 {
     uint64_t h = PEERS_FNV1A_BASIS;
     for (; *s; ++s)
         h = (h ^ (unsigned char)*s) * PEERS_FNV1A_PRIME;
-    return h;
-}
-
-/* n bytes (the C++ maps' std::string_view keys): the same value as
- * peers_fnv1a_str for the same characters. */
-static inline uint64_t peers_fnv1a_bytes(const char *p, size_t n)
-{
-    uint64_t h = PEERS_FNV1A_BASIS;
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ (unsigned char)p[i]) * PEERS_FNV1A_PRIME;
     return h;
 }
 
