@@ -1158,8 +1158,19 @@ static inline uint64_t khl_mix(uint64_t hash)
     KHL_I_IMPL_PUT(HOT, name, eq_fn)                                                \
     KHL_I_IMPL_DEL(HOT, name)
 
-/* The key's hash, mixed unless hash_fn is declared mixed. */
+/* How many keys ahead of its placements a rebuild hashes, for a hash
+ * declared indirect: enough for a few reads of scattered strings at once,
+ * few enough that hashing still overlaps the placements' own cache misses
+ * (2M and 200k string keys grown from empty: docs/design.md). */
+#ifndef KHL_I_HASH_AHEAD
+#define KHL_I_HASH_AHEAD 4u
+#endif
+
+/* The key's hash, mixed unless hash_fn is declared mixed; khl_batch_<name>:
+ * whether a rebuild hashes a group's keys before placing them (hash_fn
+ * declared indirect). */
 #define KHL_I_IMPL_HASH(name, hash_fn)                                              \
+    enum { khl_batch_##name = KHL_I_DECLARED(KHL_HASH_INDIRECT_##hash_fn) };        \
     /* The only call of hash_fn: every lookup, put, check and rebuild hashes */     \
     /* through here (see KHL_I_MIXED). */                                           \
     static inline KHL_UNUSED KHL_HOT_INLINE uint64_t khl_hashof_##name(khl_keyt_##name key) \
@@ -1174,7 +1185,13 @@ static inline uint64_t khl_mix(uint64_t hash)
 
 /* The walk of a move: every key of `from` to the first free bucket j_ of
  * its walk in `to` (khl_find_free with `taken`), whose control byte SET
- * writes. */
+ * writes.  Where hash_fn reads through the key (declared indirect, as
+ * khl_hash_str is), a group's keys are hashed KHL_I_HASH_AHEAD ahead of
+ * their placements: the hashes do not wait on one another, so their reads of
+ * scattered strings overlap, where each waited behind the previous key's
+ * placement and its mispredicted branches.  For a hash of the key's own bits
+ * that costs instructions and gains nothing (docs/design.md, "Hashes
+ * first"). */
 #define KHL_I_MOVE_LOOP(name, to, from, taken, SET)                                 \
     {                                                                               \
         /* Locals: a control byte's store may alias the regions' fields. */         \
@@ -1182,20 +1199,52 @@ static inline uint64_t khl_mix(uint64_t hash)
         char *const fp_ = (from)->pairs;                                            \
         char *const tp_ = (to)->pairs;                                              \
         const uint32_t nb_ = (from)->n_buckets, tnb_ = (to)->n_buckets, tsh_ = (to)->shift; \
-        uint32_t base_, mask_, i_;                                                  \
+        uint32_t base_, mask_;                                                      \
         khl_walk_from(fc_, nb_, 0, &base_, &mask_);                                 \
-        for (i_ = khl_walk_next(fc_, nb_, &base_, &mask_); i_ < nb_;                \
-             i_ = khl_walk_next(fc_, nb_, &base_, &mask_)) {                        \
-            uint64_t hash_ = khl_hashof_##name(*khl_keyp_##name(fp_, nb_, i_));     \
-            uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);             \
-            SET;                                                                    \
-            khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                       \
+        for (;;) {                                                                  \
+            uint64_t hashes_[KHL_GROUP_WIDTH];                                      \
+            uint32_t ahead_ = khl_hashstart_##name(hashes_, mask_, fp_, nb_, base_);  \
+            for (; mask_; mask_ &= mask_ - 1u) {                                    \
+                const uint32_t i_ = base_ + khl_mask_lowest(mask_);                 \
+                uint64_t hash_;                                                     \
+                uint32_t j_;                                                        \
+                if (ahead_)                                                         \
+                    khl_hashnext_##name(hashes_, &ahead_, fp_, nb_, base_);         \
+                hash_ = khl_batch_##name ? hashes_[i_ - base_]                      \
+                                         : khl_hashof_##name(*khl_keyp_##name(fp_, nb_, i_)); \
+                j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);                  \
+                SET;                                                                \
+                khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                   \
+            }                                                                       \
+            base_ += KHL_GROUP_WIDTH;                                               \
+            if (base_ >= nb_)                                                       \
+                break;                                                              \
+            mask_ = khl_group_full(khl_group_load(fc_ + base_));                    \
         }                                                                           \
     }
 
 /* The two rebuild loops, into new storage and in place, and the type's
  * description for khl_table.c. */
 #define KHL_I_IMPL_REBUILD(name)                                                    \
+    /* A rebuild's hashes, KHL_I_HASH_AHEAD keys ahead of the placements, */        \
+    /* for a hash declared indirect: start hashes the first keys of `ahead` */      \
+    /* (a mask of the buckets of the group at base) and returns the rest; */        \
+    /* next hashes one more.  hashes[] is indexed by bucket in the group. */        \
+    static inline KHL_UNUSED void khl_hashnext_##name(uint64_t *hashes, uint32_t *ahead, \
+                                                      char *slots, uint32_t nb, uint32_t base) \
+    {                                                                               \
+        const uint32_t q = khl_mask_lowest(*ahead);                                 \
+        hashes[q] = khl_hashof_##name(*khl_keyp_##name(slots, nb, base + q));       \
+        *ahead &= *ahead - 1u;                                                      \
+    }                                                                               \
+    static inline KHL_UNUSED uint32_t khl_hashstart_##name(uint64_t *hashes, uint32_t mask, \
+                                                           char *slots, uint32_t nb, uint32_t base) \
+    {                                                                               \
+        uint32_t ahead = khl_batch_##name ? mask : 0u, k;                           \
+        for (k = 0; k < KHL_I_HASH_AHEAD && ahead; ++k)                             \
+            khl_hashnext_##name(hashes, &ahead, slots, nb, base);                   \
+        return ahead;                                                               \
+    }                                                                               \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
         /* Up to KHL_MOVE_GROUPS groups, the new table's free buckets are a */      \
@@ -1216,25 +1265,46 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* last bucket down: after a doubling (a resize), the keys of group g go */     \
     /* to groups 2g and 2g+1, which the walk has emptied of their own keys */       \
     /* already, so a key in its home group moves once and swaps with none. */       \
+    /* A group's marked keys in a mask, hashed ahead where the hash is indirect */  \
+    /* (as in a move): placing a key changes no other bucket of its group (it */    \
+    /* stays there, or goes to another group), so the mask and the hashes hold */   \
+    /* until each key's turn; a key swapped in is hashed then. */                   \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
-        uint32_t i, nb = r->n_buckets;                                              \
+        uint32_t i, base, top, nb = r->n_buckets;                                   \
         memset(khl_ovf_at(r->ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);                \
         for (i = 0; i < n_placed; ++i)                                              \
             r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
-        for (i = n_placed; i-- > 0;) {                                              \
-            while (r->ctrl[i] == KHL_CTRL_DELETED) {                                \
-                uint64_t hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i)); \
-                uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);      \
-                if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                   \
-                    khl_ctrl_set(r->ctrl, i, khl_tag(hash));                        \
-                } else if (r->ctrl[j] == KHL_CTRL_EMPTY) {                          \
-                    khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
-                    khl_ctrl_set(r->ctrl, i, KHL_CTRL_EMPTY);                       \
-                    khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);          \
-                } else {                                                            \
+        for (top = n_placed; top > 0; top = base) {                                 \
+            uint64_t hashes[KHL_GROUP_WIDTH];                                       \
+            uint32_t marked, ahead;                                                 \
+            base = (top - 1u) & ~(KHL_GROUP_WIDTH - 1u);                            \
+            marked = khl_group_match(khl_group_load(r->ctrl + base), KHL_CTRL_DELETED) & \
+                     khl_live_mask(top - base);                                     \
+            ahead = khl_hashstart_##name(hashes, marked, r->pairs, nb, base);       \
+            for (; marked; marked &= marked - 1u) {                                 \
+                uint64_t hash;                                                      \
+                i = base + khl_mask_lowest(marked);                                 \
+                if (ahead)                                                          \
+                    khl_hashnext_##name(hashes, &ahead, r->pairs, nb, base);        \
+                hash = khl_batch_##name ? hashes[i - base]                          \
+                                        : khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i)); \
+                for (;;) {                                                          \
+                    uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);  \
+                    if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {               \
+                        khl_ctrl_set(r->ctrl, i, khl_tag(hash));                    \
+                        break;                                                      \
+                    }                                                               \
+                    if (r->ctrl[j] == KHL_CTRL_EMPTY) {                             \
+                        khl_ctrl_set(r->ctrl, j, khl_tag(hash));                    \
+                        khl_ctrl_set(r->ctrl, i, KHL_CTRL_EMPTY);                   \
+                        khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);      \
+                        break;                                                      \
+                    }                                                               \
+                    /* A marked key: it swaps in and is placed next. */             \
                     khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
                     khl_slotswap_##name(r->pairs, nb, i, j);                        \
+                    hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));    \
                 }                                                                   \
             }                                                                       \
         }                                                                           \

@@ -2,14 +2,17 @@
  * not fill a table with tombstones (mruby #7346 hangs after 32 pairs), probing
  * across the end of the bucket array must survive deletions (khashl's
  * wrap-around bug, klib #135), and sequential or strided integer keys must
- * keep probe lengths short (identity hashes fail this). */
+ * keep probe lengths short (identity hashes fail this).  String keys go
+ * through the rebuilds that hash ahead (a hash declared indirect). */
 #include <criterion/criterion.h>
+#include <stdio.h>
 
 #include "khashlite/khashlite.h"
 #include "support.h"
 
 KHL_SET_INIT_INT(cs)
 KHL_MAP_INIT_INT64(cm, uint32_t)
+KHL_MAP_INIT_STR(cstr, uint32_t)
 
 #define W KHL_GROUP_WIDTH
 
@@ -162,4 +165,37 @@ Test(churn, int64_high_bit_keys)
     for (uint64_t i = 0; i < 50000; ++i)
         cr_assert_eq(khl_val(cm, &h, khl_get(cm, &h, i << 40)), (uint32_t)i);
     khl_destroy(cm, &h);
+}
+
+/* A window of live string keys slides through many more names in a
+ * reserved table, which rebuilds in place near its maximum load, where many
+ * keys lie past their home group and the rebuild swaps them between groups.
+ * khl_hash_str is declared indirect, so these rebuilds hash keys ahead of
+ * placing them; a key swapped into a bucket must be hashed then, not taken
+ * from those hashes.  A key placed wrongly is lost until the next rebuild,
+ * so the window is checked every few dozen steps. */
+Test(churn, string_keys_survive_rebuilds_in_place, .timeout = 30)
+{
+    enum { NAMES = 20000, LIVE = 3000, STEPS = 60000 };
+    static char names[NAMES][12];
+    TEST_TABLE(cstr, h, t);
+    for (uint32_t i = 0; i < NAMES; ++i)
+        snprintf(names[i], sizeof names[i], "k%06u", i);
+    cr_assert_eq(khl_reserve(cstr, &h, LIVE), 0);
+    for (uint32_t s = 0; s < STEPS; ++s) {
+        int ret;
+        khl_val(cstr, &h, khl_put(cstr, &h, names[s % NAMES], &ret)) = s;
+        cr_assert_eq(ret, 1, "step %u", s);
+        if (s >= LIVE)
+            cr_assert(khl_del_key(cstr, &h, names[(s - LIVE) % NAMES]), "step %u", s);
+        if (s % 37 == 0)
+            for (uint32_t k = s >= LIVE - 1 ? s - (LIVE - 1) : 0; k <= s; ++k) {
+                const uint32_t *v = khl_getp(cstr, &h, names[k % NAMES]);
+                cr_assert(v && *v == k, "step %u: key %u lost", s, k);
+            }
+    }
+    cr_assert_eq(t.allocs, 1, "the reserved block was rebuilt in place");
+    cr_assert_eq(khl_check(cstr, &h), 0);
+    khl_destroy(cstr, &h);
+    test_alloc_fini(&t);
 }

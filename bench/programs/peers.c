@@ -110,6 +110,7 @@ PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 #define KHL_HASH_MIXED_peers_fmix64
 PEERS_KHL_TABLE(ks_u32, u32, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(ks_u64, u64, peers_fmix64, khl_eq_int, KHL_LAYOUT_SINGLE)
+#define KHL_HASH_INDIRECT_peers_fnv1a_str /* it reads the string, as khl_hash_str */
 PEERS_KHL_TABLE(ks_str, str, peers_fnv1a_str, khl_eq_str, KHL_LAYOUT_SINGLE)
 
 /* --- htslib's klib khash, its allocations counted (peers/khash.h) ---------- */
