@@ -155,7 +155,7 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 #define KHL_HASH_MIXED_khl_hash_u32
 #define KHL_HASH_MIXED_khl_hash_u64
 #define KHL_HASH_MIXED_khl_hash_str
-/* It reads the string: a growth hashes a group's keys first (see Hashing). */
+/* It reads the string: a growth hashes keys ahead of placing them (see Hashing). */
 #define KHL_HASH_INDIRECT_khl_hash_str
 
 #define khl_eq_int(a, b) ((a) == (b))

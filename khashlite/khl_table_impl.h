@@ -1166,11 +1166,11 @@ static inline uint64_t khl_mix(uint64_t hash)
 #define KHL_I_HASH_AHEAD 4u
 #endif
 
-/* The key's hash, mixed unless hash_fn is declared mixed; khl_batch_<name>:
- * whether a rebuild hashes a group's keys before placing them (hash_fn
- * declared indirect). */
+/* The key's hash, mixed unless hash_fn is declared mixed; khl_indirect_<name>:
+ * whether hash_fn is declared indirect, so that a rebuild hashes keys ahead
+ * of placing them. */
 #define KHL_I_IMPL_HASH(name, hash_fn)                                              \
-    enum { khl_batch_##name = KHL_I_DECLARED(KHL_HASH_INDIRECT_##hash_fn) };        \
+    enum { khl_indirect_##name = KHL_I_DECLARED(KHL_HASH_INDIRECT_##hash_fn) };     \
     /* The only call of hash_fn: every lookup, put, check and rebuild hashes */     \
     /* through here (see KHL_I_MIXED). */                                           \
     static inline KHL_UNUSED KHL_HOT_INLINE uint64_t khl_hashof_##name(khl_keyt_##name key) \
@@ -1206,13 +1206,8 @@ static inline uint64_t khl_mix(uint64_t hash)
             uint32_t ahead_ = khl_hashstart_##name(hashes_, mask_, fp_, nb_, base_);  \
             for (; mask_; mask_ &= mask_ - 1u) {                                    \
                 const uint32_t i_ = base_ + khl_mask_lowest(mask_);                 \
-                uint64_t hash_;                                                     \
-                uint32_t j_;                                                        \
-                if (ahead_)                                                         \
-                    khl_hashnext_##name(hashes_, &ahead_, fp_, nb_, base_);         \
-                hash_ = khl_batch_##name ? hashes_[i_ - base_]                      \
-                                         : khl_hashof_##name(*khl_keyp_##name(fp_, nb_, i_)); \
-                j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);                  \
+                const uint64_t hash_ = khl_hashat_##name(hashes_, &ahead_, fp_, nb_, base_, i_); \
+                const uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);   \
                 SET;                                                                \
                 khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                   \
             }                                                                       \
@@ -1229,7 +1224,8 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* A rebuild's hashes, KHL_I_HASH_AHEAD keys ahead of the placements, */        \
     /* for a hash declared indirect: start hashes the first keys of `ahead` */      \
     /* (a mask of the buckets of the group at base) and returns the rest; */        \
-    /* next hashes one more.  hashes[] is indexed by bucket in the group. */        \
+    /* next hashes one more; at gives bucket i's hash, from hashes[] (indexed */    \
+    /* by bucket in the group) after hashing one more ahead, or computed. */        \
     static inline KHL_UNUSED void khl_hashnext_##name(uint64_t *hashes, uint32_t *ahead, \
                                                       char *slots, uint32_t nb, uint32_t base) \
     {                                                                               \
@@ -1240,10 +1236,19 @@ static inline uint64_t khl_mix(uint64_t hash)
     static inline KHL_UNUSED uint32_t khl_hashstart_##name(uint64_t *hashes, uint32_t mask, \
                                                            char *slots, uint32_t nb, uint32_t base) \
     {                                                                               \
-        uint32_t ahead = khl_batch_##name ? mask : 0u, k;                           \
+        uint32_t ahead = khl_indirect_##name ? mask : 0u, k;                        \
         for (k = 0; k < KHL_I_HASH_AHEAD && ahead; ++k)                             \
             khl_hashnext_##name(hashes, &ahead, slots, nb, base);                   \
         return ahead;                                                               \
+    }                                                                               \
+    static inline KHL_UNUSED uint64_t khl_hashat_##name(uint64_t *hashes, uint32_t *ahead, \
+                                                        char *slots, uint32_t nb, uint32_t base, \
+                                                        uint32_t i)                 \
+    {                                                                               \
+        if (*ahead)                                                                 \
+            khl_hashnext_##name(hashes, ahead, slots, nb, base);                    \
+        return khl_indirect_##name ? hashes[i - base]                               \
+                                   : khl_hashof_##name(*khl_keyp_##name(slots, nb, i)); \
     }                                                                               \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
@@ -1285,10 +1290,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             for (; marked; marked &= marked - 1u) {                                 \
                 uint64_t hash;                                                      \
                 i = base + khl_mask_lowest(marked);                                 \
-                if (ahead)                                                          \
-                    khl_hashnext_##name(hashes, &ahead, r->pairs, nb, base);        \
-                hash = khl_batch_##name ? hashes[i - base]                          \
-                                        : khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i)); \
+                hash = khl_hashat_##name(hashes, &ahead, r->pairs, nb, base, i);    \
                 for (;;) {                                                          \
                     uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);  \
                     if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {               \
