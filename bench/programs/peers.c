@@ -48,9 +48,9 @@
  * khash store const char * and compare with strcmp (their string maps).  The
  * C++ maps take a std::string_view of the 16 bytes with their own hash, and
  * in the peers workload const char *, FNV-1a up to the NUL and strcmp, as the
- * suite's shims give every table: a string_view's length lets a map hash and
- * compare without looking for the NUL, which made boost's string rows there
- * 1.2-1.3x faster than the suite's rows on the same workload.
+ * suite's shims give every table (a string_view's length let absl hash and
+ * compare without looking for the NUL: its string rows took 4-30% less
+ * time; boost's did not move; docs/benchmarks.md).
  *
  * Page faults.  glibc serves a large block from fresh pages (mmap, or heap
  * it grew), and a first touch costs 2-19 us here: a fill that faults its
