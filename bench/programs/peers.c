@@ -58,11 +58,18 @@
  * Which table got warm pages used to depend on which ran before it and on
  * glibc's moving mmap threshold (boost's u32 fill at 20k keys: 90 ns per key
  * with 121 faults, khashlite's 15 ns with none).  So the peers workload runs
- * in a child process where glibc serves every block from its heap and never
- * returns memory (mallopt), after one warmup round below 2M keys: every
- * table's fill reuses pages some earlier fill touched.  The faults the
- * inserts took are a metric (BLUEPRINT_insert_faults, per fill); the 2M sets
- * run no warmup, so their first repetition pays them.
+ * in child processes where glibc serves every block from its heap and never
+ * returns memory (mallopt), and each first touches a heap as large as the
+ * largest fill will need (peers_touch_heap): every table's fill reuses
+ * touched pages.  The faults the inserts took are a metric
+ * (BLUEPRINT_insert_faults, per fill).
+ *
+ * Processes.  A table's figures move from process to process as much as
+ * from repetition to repetition inside one, whatever the order of the
+ * tables, so the peers workload runs in PEERS_PROCESSES processes one after
+ * another, each its share of the repetitions (2 at 200k, 1 at 2M in a
+ * standard run), each opening with another table; a row is the median, min
+ * and max over the repetitions of all of them.
  *
  * Memory is counted in untimed passes through each table's allocator: the
  * khashlite hook, khash's kmalloc/kcalloc/krealloc/kfree, the C++ maps'
@@ -77,6 +84,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -192,12 +200,23 @@ static void keys_or_exit(keys_t *k, int type, int kind, size_t n, int shuffled)
 /* One repetition of a measurement on one table: values into out[0..n_out). */
 typedef void (*rep_fn)(const peers_ops_t *op, const char *table, void *ctx, double *out);
 
+/* Where run_rounds leaves its values instead of making rows of them: one
+ * process's share of a measurement that several processes make (the peers
+ * workload).  v[(t * n_out + k) * total + first + r] is table t's metric k
+ * in this process's repetition r; `first` also moves the rotation on, so
+ * that each process opens with another table. */
+typedef struct rounds_keep {
+    double *v;
+    int first, total;
+} rounds_keep_t;
+
 /* warmup + reps rounds, each running every table in `which` once, starting at
- * a different table each round; then a row per table and metric. */
+ * a different table each round; then a row per table and metric, or the
+ * values into *keep. */
 static void run_rounds(const bench_opts_t *o, const table_t *tables, const char *workload, int bp,
                        unsigned which,
                        long n, int warmup, int reps, rep_fn f, void *ctx, int n_out,
-                       const char *const *metrics, int *step, int total)
+                       const char *const *metrics, int *step, int total, const rounds_keep_t *keep)
 {
     double *v[N_TABLES] = {0};
     int run[N_TABLES], n_run = 0;
@@ -212,12 +231,21 @@ static void run_rounds(const bench_opts_t *o, const table_t *tables, const char 
         bench_progress(workload, (*step)++, total);
         /* Each table opens a round in turn, among those that run. */
         for (int i = 0; i < n_run; ++i) {
-            int t = run[(r + i) % n_run];
+            int t = run[((keep ? keep->first : 0) + r + i) % n_run];
             double one[16];
             f(&tables[t].ops[bp], tables[t].name, ctx, one);
             for (int k = 0; r >= warmup && k < n_out; ++k)
                 v[t][k * reps + (r - warmup)] = one[k];
         }
+    }
+    if (keep) {
+        for (int t = 0; t < N_TABLES; ++t) {
+            for (int k = 0; v[t] && k < n_out; ++k)
+                for (int r = 0; r < reps; ++r)
+                    keep->v[(t * n_out + k) * keep->total + keep->first + r] = v[t][k * reps + r];
+            free(v[t]);
+        }
+        return;
     }
     /* Against the flat array, where it ran: each table's time over the
      * flat array's in the same repetition, then the median of those ratios
@@ -374,66 +402,146 @@ static void peers_rep(const peers_ops_t *op, const char *table, void *vctx, doub
     out[P_FAULTS] = (double)faults;
 }
 
-/* Below 2M keys, one warmup round at least: it is the round that touches
- * the heap's pages (see the top). */
-static int peers_warmup(const bench_opts_t *o, size_t n)
+/* The processes the peers workload runs in, one after another, each its
+ * share of the repetitions: a table's figures move between processes as
+ * much as between its repetitions in one (in nine processes of the same
+ * binary, boost's string get-missing at 2M took 30 to 55 ns), so rows are
+ * taken over the repetitions of all of them. */
+#define PEERS_PROCESSES 3
+
+/* The heap each process touches before its rounds, per key of the largest
+ * N: every table's fill then reuses pages (see the top), without a warmup
+ * round, which at 2M keys took 8 s a process.  The most a table held at 2M
+ * (u64 -> 448-bit, during a growth) and the key arrays fit in it. */
+#define PEERS_HEAP_PER_KEY 320u
+
+static void peers_touch_heap(size_t bytes)
 {
-    int w = warmup_for(o, n);
-    return n < BIG_SET && w < 1 ? 1 : w;
+    volatile char *p = malloc(bytes);
+    if (!p)
+        peers_oom("heap");
+    /* A byte a page, through volatile: gcc drops a memset of a block that
+     * is only freed, and the malloc with it. */
+    for (size_t i = 0; i < bytes; i += 4096)
+        p[i] = 1;
+    /* Not trimmed (M_TRIM_THRESHOLD): the pages stay the heap's. */
+    free((void *)p);
 }
 
+/* Each process's timed repetitions: its share of reps_for. */
+static int peers_reps(const bench_opts_t *o, size_t n)
+{
+    return (reps_for(o, n) + PEERS_PROCESSES - 1) / PEERS_PROCESSES;
+}
+
+/* The rounds of the peers workload, over its processes (progress). */
+static int peers_rounds(const bench_opts_t *o, size_t n)
+{
+    return PEERS_PROCESSES * PEERS_N_BP * (warmup_for(o, n) + peers_reps(o, n));
+}
+
+typedef char peers_metric_t[48];
+
+static void peers_metrics(int bp, peers_metric_t *names, const char **metrics)
+{
+    for (int i = 0; i < P_N_OPS; ++i)
+        snprintf(names[i], sizeof names[i], "%s_%s_ns", key_type_names[bp], p_ops[i]);
+    snprintf(names[P_FAULTS], sizeof names[P_FAULTS], "%s_insert_faults", key_type_names[bp]);
+    for (int i = 0; i <= P_N_OPS; ++i)
+        metrics[i] = names[i];
+}
+
+/* Where size s and blueprint bp keep their values among v's: blocks of
+ * `stride` doubles (see workload_peers_apart), run_rounds's layout inside. */
+static double *peers_block(double *v, size_t stride, int s, int bp)
+{
+    return v + (size_t)(s * PEERS_N_BP + bp) * stride;
+}
+
+/* One process's share of the peers workload: its values into v. */
 static void workload_peers(const bench_opts_t *o, const size_t *sizes, int n_sizes, int points,
-                           int *step, int total)
+                           int proc, double *v, size_t stride, int *step, int total)
 {
     for (int s = 0; s < n_sizes; ++s)
         for (int bp = 0; bp < PEERS_N_BP; ++bp) {
-            char names[P_N_OPS + 1][48];
+            peers_metric_t names[P_N_OPS + 1];
             const char *metrics[P_N_OPS + 1];
+            int reps = peers_reps(o, sizes[s]);
+            rounds_keep_t keep = {peers_block(v, stride, s, bp), proc * reps, PEERS_PROCESSES * reps};
             keys_t k;
             peers_ctx_t c = {&k, points};
-            for (int i = 0; i < P_N_OPS; ++i)
-                snprintf(names[i], sizeof names[i], "%s_%s_ns", key_type_names[bp], p_ops[i]);
-            snprintf(names[P_FAULTS], sizeof names[P_FAULTS], "%s_insert_faults",
-                     key_type_names[bp]);
-            for (int i = 0; i <= P_N_OPS; ++i)
-                metrics[i] = names[i];
+            peers_metrics(bp, names, metrics);
             keys_or_exit(&k, bp, KS_RAND, sizes[s], 0);
             run_rounds(o, suite_tables, "peers", bp, ALL_TABLES, (long)sizes[s],
-                       peers_warmup(o, sizes[s]), reps_for(o, sizes[s]), peers_rep, &c,
-                       P_N_OPS + 1, metrics, step, total);
+                       warmup_for(o, sizes[s]), reps, peers_rep, &c, P_N_OPS + 1, metrics, step,
+                       total, &keep);
             keys_free(&k);
         }
 }
 
-/* workload_peers in a child process, whose glibc serves every block from
- * its heap and keeps what is freed (see the top): the setting, which cannot
- * be undone (it fixes glibc's moving mmap threshold), stays out of the other
- * workloads.  Exits when the child fails. */
+/* The peers workload in PEERS_PROCESSES child processes, one after
+ * another, whose glibc serves every block from its heap and keeps what is
+ * freed (see the top): the setting, which cannot be undone (it fixes
+ * glibc's moving mmap threshold), stays out of the other workloads.  They
+ * leave their values in shared memory; the rows are made here, a table's
+ * median, min and max over every process's repetitions.  Exits when a
+ * child fails. */
 static void workload_peers_apart(const bench_opts_t *o, const size_t *sizes, int n_sizes,
                                  int points, int *step, int total)
 {
-    int status;
-    pid_t pid;
-    fflush(o->out);
-    fflush(stderr);
-    if ((pid = fork()) < 0) {
-        perror("peers: fork");
-        exit(1);
+    size_t reps = 1, most = 0, stride, bytes;
+    double *v;
+    for (int s = 0; s < n_sizes; ++s) {
+        if ((size_t)peers_reps(o, sizes[s]) > reps)
+            reps = (size_t)peers_reps(o, sizes[s]);
+        if (sizes[s] > most)
+            most = sizes[s];
     }
-    if (pid == 0) {
-        if (!mallopt(M_MMAP_MAX, 0) || !mallopt(M_TRIM_THRESHOLD, -1)) {
-            fprintf(stderr, "peers: mallopt failed\n");
-            _exit(1);
+    /* A block per size and blueprint, each with room for the most repetitions. */
+    stride = N_TABLES * (P_N_OPS + 1) * PEERS_PROCESSES * reps;
+    bytes = (size_t)n_sizes * PEERS_N_BP * stride * sizeof *v;
+    v = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED)
+        peers_oom("results");
+    for (int proc = 0; proc < PEERS_PROCESSES; ++proc) {
+        int status, first = *step;
+        pid_t pid;
+        fflush(o->out);
+        fflush(stderr);
+        if ((pid = fork()) < 0) {
+            perror("peers: fork");
+            exit(1);
         }
-        workload_peers(o, sizes, n_sizes, points, step, total);
-        _exit(fflush(o->out) ? 1 : 0);
-    }
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
-        fprintf(stderr, "peers: the peers workload failed\n");
-        exit(1);
+        if (pid == 0) {
+            if (!mallopt(M_MMAP_MAX, 0) || !mallopt(M_TRIM_THRESHOLD, -1)) {
+                fprintf(stderr, "peers: mallopt failed\n");
+                _exit(1);
+            }
+            peers_touch_heap(most * PEERS_HEAP_PER_KEY);
+            workload_peers(o, sizes, n_sizes, points, proc, v, stride, &first, total);
+            _exit(0);
+        }
+        if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+            fprintf(stderr, "peers: the peers workload failed\n");
+            exit(1);
+        }
+        for (int s = 0; s < n_sizes; ++s)
+            *step += peers_rounds(o, sizes[s]) / PEERS_PROCESSES;
     }
     for (int s = 0; s < n_sizes; ++s)
-        *step += PEERS_N_BP * (peers_warmup(o, sizes[s]) + reps_for(o, sizes[s]));
+        for (int bp = 0; bp < PEERS_N_BP; ++bp) {
+            peers_metric_t names[P_N_OPS + 1];
+            const char *metrics[P_N_OPS + 1];
+            int all = PEERS_PROCESSES * peers_reps(o, sizes[s]);
+            double *at = peers_block(v, stride, s, bp);
+            peers_metrics(bp, names, metrics);
+            for (int t = 0; t < N_TABLES; ++t)
+                for (int k = 0; (ALL_TABLES >> t & 1u) && k <= P_N_OPS; ++k)
+                    bench_row(o, "peers", suite_tables[t].name, suite_tables[t].layout,
+                              bench_allocator(o), (long)sizes[s], metrics[k],
+                              bench_summarise(at + (t * (P_N_OPS + 1) + k) * all, all));
+        }
+    munmap(v, bytes);
 }
 
 /* --- workload vs_khash -------------------------------------------------------- */
@@ -536,7 +644,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
             keys_or_exit(&k, KEY_U32, kind, sizes[s], 1);
             run_rounds(o, own_tables, "vs_khash", PEERS_U32, which, (long)sizes[s], warmup_for(o, sizes[s]),
                        huge_reps(o, sizes[s], kind), big_rep, &c, c.misses ? B_N_OPS : B_MISS,
-                       metrics, step, total);
+                       metrics, step, total, NULL);
             keys_free(&k);
         }
     for (int kind = 0; kind < 2; ++kind) {
@@ -547,7 +655,7 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
         for (int i = 0; i < 2; ++i) {
             life_ctx_t c = {pool, life_n[i], life_iters(o, life_n[i])};
             run_rounds(o, own_tables, "vs_khash", PEERS_U32, ALL_TABLES | SEED_COST, (long)life_n[i], o->warmup,
-                       o->reps, life_rep, &c, 1, &metric, step, total);
+                       o->reps, life_rep, &c, 1, &metric, step, total, NULL);
         }
     }
 }
@@ -563,7 +671,7 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
     for (size_t n = 1; n <= 8; ++n) {
         life_ctx_t c = {pool, n, life_iters(o, n)};
         run_rounds(o, own_tables, "tiny", PEERS_U32, ALL_TABLES | FLAT, (long)n, o->warmup, o->reps,
-                   life_rep, &c, 1, &metric, step, total);
+                   life_rep, &c, 1, &metric, step, total, NULL);
     }
     /* Untimed, counted passes. */
     for (int t = 0; t < N_TABLES; ++t) {
@@ -631,7 +739,7 @@ static void workload_growth(const bench_opts_t *o, size_t n, int *step, int tota
     keys_t k;
     keys_or_exit(&k, KEY_U64, KS_RAND, n, 0);
     run_rounds(o, own_tables, "growth", PEERS_U64, ALL_TABLES, (long)n, warmup_for(o, n), reps_for(o, n),
-               growth_rep, &k, 1, &metric, step, total);
+               growth_rep, &k, 1, &metric, step, total, NULL);
     /* Untimed: one key per call, to see after which put the peak was set. */
     for (int t = 0; t < T_KHL_UNSEEDED; ++t) {
         const peers_ops_t *op = &own_tables[t].ops[PEERS_U64];
@@ -691,7 +799,7 @@ int main(int argc, char **argv)
     }
     total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
     for (int s = 0; s < n_peers; ++s)
-        total += PEERS_N_BP * (peers_warmup(&o, peers_n[s]) + reps_for(&o, peers_n[s]));
+        total += peers_rounds(&o, peers_n[s]);
     for (int s = 0; s < n_big; ++s)
         for (int kind = 0; kind < N_KINDS; ++kind)
             total += warmup_for(&o, big_n[s]) + huge_reps(&o, big_n[s], kind);
