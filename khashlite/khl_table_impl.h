@@ -1103,14 +1103,6 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
         ABSENT                                                                      \
     }
 
-/* What a put that passed its home group hands on: the hash where hashing
- * reads through the key (declared indirect), else nothing, and the walk
- * hashes the key again (a multiply): a hash kept live across the home
- * group's path took a register the caller's loop wanted, and was stored and
- * reloaded on the way to the tag (peers, 200k u32 keys). */
-#define KHL_I_REST_HASH(name, hash) (khl_indirect_##name ? (hash) : 0u)
-#define KHL_I_REST_REHASH(name, hash, key) (khl_indirect_##name ? (hash) : khl_hashof_##name(key))
-
 /* The lookup of get, getp and delkey: the one-group path inline, running
  * SMALL_FOUND for the bucket i holding key; LARGE for a larger table (a
  * function the compiler inlines or not: see the block's description).
@@ -1593,7 +1585,6 @@ static inline uint64_t khl_mix(uint64_t hash)
         khl_block_t *b = hv.b;                                                      \
         const uint32_t nb = b->n_buckets, mask = nb - KHL_GROUP_WIDTH;              \
         khl_putres_t r = {b, 0, 0};                                                 \
-        hash = KHL_I_REST_REHASH(name, hash, key);                                  \
         KHL_I_WALK(name, eq_fn, b, nb, hash, key, khl_largeslots_##name(b, nb),     \
                    (khl_probe_home(hash, khl_ext(b)->shift, mask) + KHL_GROUP_WIDTH) & mask, \
                    KHL_GROUP_WIDTH, r.i = i; return r;)                             \
@@ -1611,7 +1602,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         char *slots = khl_largeslots_##name(b, nb);                                 \
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
         KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, *ret = 0; return i;,       \
-                   KHL_I_PUT_OUT(h, ret, khl_putrest_##name(*h, KHL_I_REST_HASH(name, hash), key)), \
+                   KHL_I_PUT_OUT(h, ret, khl_putrest_##name(*h, hash, key)),        \
                    const uint32_t f_ = khl_group_empty(w_);                         \
                    if (KHL_UNLIKELY(!f_ || !khl_ext(b)->growth_left))               \
                        KHL_I_PUT_OUT(h, ret, khl_putslow_##name(*h, hash, key))     \
