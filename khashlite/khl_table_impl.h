@@ -984,6 +984,15 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_I_HOOK_UD khl_allocator_of(h->a)->ud
 #define KHL_I_HOOK_RESIZES khl_allocator_of(h->a)->resizes
 
+/* The candidates of a group match: FOUND with i = base + each bit of the
+ * mask m (a variable it consumes) whose key equals `key`, lowest first. */
+#define KHL_I_CANDIDATES(name, eq_fn, slots, nb, base, m, key, FOUND)             \
+    while (m) {                                                                     \
+        uint32_t i = (base) + khl_mask_lowest(m);                                   \
+        if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND }     \
+        m &= m - 1u;                                                                \
+    }
+
 /* The lookup of a one-group table (nb <= 16): one group match, no walk.
  * Declares ctrl_, w_ (its control bytes) and slots_; runs FOUND with i =
  * the bucket holding key, or falls through. */
@@ -993,11 +1002,7 @@ template <bool IsMap> constexpr int khl_require_map()
     char *slots_ = khl_smallslots_##name(b, ctrl_, nb);                             \
     {                                                                               \
         uint32_t m_ = khl_group_match(w_, khl_tag(hash)) & khl_small_mask(nb);      \
-        while (m_) {                                                                \
-            uint32_t i = khl_mask_lowest(m_);                                       \
-            if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots_, nb, i), (key)))) { FOUND } \
-            m_ &= m_ - 1u;                                                          \
-        }                                                                           \
+        KHL_I_CANDIDATES(name, eq_fn, slots_, nb, 0u, m_, key, FOUND)               \
     }
 
 /* Tables of at most this many buckets are found by scanning their keys,
@@ -1057,11 +1062,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
             khl_group_t w_ = khl_group_load(ctrl_ + base_);                         \
             uint32_t m_ = khl_group_match_tags(w_, tags_);                          \
             unsigned passed_;                                                       \
-            while (m_) {                                                            \
-                uint32_t i = base_ + khl_mask_lowest(m_);                           \
-                if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND } \
-                m_ &= m_ - 1u;                                                      \
-            }                                                                       \
+            KHL_I_CANDIDATES(name, eq_fn, slots, nb, base_, m_, key, FOUND)         \
             passed_ = khl_ovf_passed(ctrl_, nb, base_, tag_);                       \
             if (KHL_LIKELY(!passed_) || step_ == mask_)                             \
                 break;                                                              \
@@ -1094,11 +1095,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
         const uint32_t home_ = khl_probe_home(hash, khl_ext(b)->shift, (nb) - KHL_GROUP_WIDTH); \
         const khl_group_t w_ = khl_group_load(ctrl_ + home_);                       \
         uint32_t m_ = khl_group_match_tags(w_, khl_group_tags(tag_));               \
-        while (m_) {                                                                \
-            uint32_t i = home_ + khl_mask_lowest(m_);                               \
-            if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND }  \
-            m_ &= m_ - 1u;                                                          \
-        }                                                                           \
+        KHL_I_CANDIDATES(name, eq_fn, slots, nb, home_, m_, key, FOUND)             \
         if (KHL_UNLIKELY(khl_ovf_passed(ctrl_, nb, home_, tag_))) { PASSED }       \
         ABSENT                                                                      \
     }
