@@ -210,6 +210,15 @@ typedef struct rounds_keep {
     int first, total;
 } rounds_keep_t;
 
+/* A row per metric of one table, from its values vt[k * reps + r]. */
+static void table_rows(const bench_opts_t *o, const table_t *tb, const char *workload, long n,
+                       int n_out, const char *const *metrics, double *vt, int reps)
+{
+    for (int k = 0; k < n_out; ++k)
+        bench_row(o, workload, tb->name, tb->layout, bench_allocator(o), n, metrics[k],
+                  bench_summarise(vt + k * reps, reps));
+}
+
 /* warmup + reps rounds, each running every table in `which` once, starting at
  * a different table each round; then a row per table and metric, or the
  * values into *keep. */
@@ -273,9 +282,7 @@ static void run_rounds(const bench_opts_t *o, const table_t *tables, const char 
     for (int t = 0; t < N_TABLES; ++t) {
         if (!v[t])
             continue;
-        for (int k = 0; k < n_out; ++k)
-            bench_row(o, workload, tables[t].name, tables[t].layout, bench_allocator(o), n,
-                      metrics[k], bench_summarise(v[t] + k * reps, reps));
+        table_rows(o, &tables[t], workload, n, n_out, metrics, v[t], reps);
         free(v[t]);
     }
 }
@@ -434,10 +441,10 @@ static int peers_reps(const bench_opts_t *o, size_t n)
     return (reps_for(o, n) + PEERS_PROCESSES - 1) / PEERS_PROCESSES;
 }
 
-/* The rounds of the peers workload, over its processes (progress). */
+/* The rounds one process of the peers workload runs at size n (progress). */
 static int peers_rounds(const bench_opts_t *o, size_t n)
 {
-    return PEERS_PROCESSES * PEERS_N_BP * (warmup_for(o, n) + peers_reps(o, n));
+    return PEERS_N_BP * (warmup_for(o, n) + peers_reps(o, n));
 }
 
 typedef char peers_metric_t[48];
@@ -526,7 +533,7 @@ static void workload_peers_apart(const bench_opts_t *o, const size_t *sizes, int
             exit(1);
         }
         for (int s = 0; s < n_sizes; ++s)
-            *step += peers_rounds(o, sizes[s]) / PEERS_PROCESSES;
+            *step += peers_rounds(o, sizes[s]);
     }
     for (int s = 0; s < n_sizes; ++s)
         for (int bp = 0; bp < PEERS_N_BP; ++bp) {
@@ -536,10 +543,9 @@ static void workload_peers_apart(const bench_opts_t *o, const size_t *sizes, int
             double *at = peers_block(v, stride, s, bp);
             peers_metrics(bp, names, metrics);
             for (int t = 0; t < N_TABLES; ++t)
-                for (int k = 0; (ALL_TABLES >> t & 1u) && k <= P_N_OPS; ++k)
-                    bench_row(o, "peers", suite_tables[t].name, suite_tables[t].layout,
-                              bench_allocator(o), (long)sizes[s], metrics[k],
-                              bench_summarise(at + (t * (P_N_OPS + 1) + k) * all, all));
+                if (ALL_TABLES >> t & 1u)
+                    table_rows(o, &suite_tables[t], "peers", (long)sizes[s], P_N_OPS + 1, metrics,
+                               at + (size_t)t * (P_N_OPS + 1) * (size_t)all, all);
         }
     munmap(v, bytes);
 }
@@ -799,7 +805,7 @@ int main(int argc, char **argv)
     }
     total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
     for (int s = 0; s < n_peers; ++s)
-        total += peers_rounds(&o, peers_n[s]);
+        total += PEERS_PROCESSES * peers_rounds(&o, peers_n[s]);
     for (int s = 0; s < n_big; ++s)
         for (int kind = 0; kind < N_KINDS; ++kind)
             total += warmup_for(&o, big_n[s]) + huge_reps(&o, big_n[s], kind);
