@@ -323,7 +323,7 @@ static inline KHL_HOT_INLINE void pool_free(khl_pool_t *p, void *ptr, size_t n)
         free_other(p, ptr, n);
 }
 
-void *khl_pool_alloc(khl_pool_t *p, size_t n)
+KHL_ENTRY void *khl_pool_alloc(khl_pool_t *p, size_t n)
 {
     return pool_alloc(p, n);
 }
@@ -339,12 +339,12 @@ void *khl_pool_calloc(khl_pool_t *p, size_t count, size_t n)
     return b;
 }
 
-void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
+KHL_ENTRY void khl_pool_free(khl_pool_t *p, void *ptr, size_t n)
 {
     pool_free(p, ptr, n);
 }
 
-void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
+KHL_ENTRY void khl_pool_free_unsized(khl_pool_t *p, void *ptr)
 {
     khl_pool_chunk_t *k;
     if (!ptr)
@@ -530,7 +530,7 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)
  * tested first, the FastMM loop through the hook ran 88.3 instructions a
  * pair (callgrind), 85.3 so, against 74.6 for khl_pool_alloc and
  * khl_pool_free called through pointers. */
-void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+KHL_ENTRY void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     khl_pool_t *p = (khl_pool_t *)ud;
     if (!ptr)
