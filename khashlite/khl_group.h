@@ -226,6 +226,19 @@ static inline uint32_t khl_mask_lowest(uint32_t m)
 #endif
 }
 
+/* Set bits of a mask. */
+static inline uint32_t khl_mask_count(uint32_t m)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (uint32_t)__builtin_popcount(m);
+#else
+    uint32_t n = 0;
+    for (; m; m &= m - 1u)
+        ++n;
+    return n;
+#endif
+}
+
 static inline uint32_t khl_mask_highest(uint32_t m)
 {
 #if defined(__GNUC__) || defined(__clang__)

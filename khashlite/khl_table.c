@@ -311,7 +311,26 @@ static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
     }
 }
 
-/* A put found no growth left.  A table of more than one group is rebuilt
+/* The growth a table of more than one group has once its deletions are
+ * counted back (I2): its capacity less its keys and the empty buckets of
+ * groups with an overflow bit.  Such a group was full when a key passed it,
+ * so its empty buckets were freed since; they wait for the rebuild that
+ * clears the bit (boost's drift rule: otherwise a table churned at a steady
+ * size would never be rebuilt, and its overflow bits would pile up). */
+static uint32_t counted_growth(const khl_block_t *b, const khl_regions_t *r, const khl_type_t *t)
+{
+    uint32_t nb = b->n_buckets, cap = capacity(nb, t), stale = 0, g;
+    const unsigned char *ovf = khl_ovf_at(r->ctrl, nb);
+    for (g = 0; g < nb / GROUP; ++g)
+        if (ovf[g])
+            stale += khl_mask_count(khl_group_empty(khl_group_load(r->ctrl + g * GROUP)));
+    return cap - b->size > stale ? cap - b->size - stale : 0u;
+}
+
+/* A put found no growth left.  A table of more than one group first counts
+ * back what its deletions gave (counted_growth): if that is a bucket a
+ * group or more, it goes on, so the count (a pass over the groups) comes
+ * at most once per groups' worth of puts.  Else it is rebuilt
  * in place (its overflow bits cleared, deletions' buckets given back) when
  * its live keys fill at most half the capacity, or (a reserved block) leave
  * 1/16 of the buckets spare; else it grows: 2x below one group (an
@@ -327,6 +346,13 @@ int khl_table_grow_plan(khl_block_t *b, const khl_regions_t *r, const khl_type_t
         return plan_block(p, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
+    if (nb > GROUP) {
+        uint32_t g = counted_growth(b, r, t);
+        if (g >= nb / GROUP) {
+            khl_ext(b)->growth_left = g;
+            return 0;
+        }
+    }
     if (nb > GROUP && (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP))) {
         rehash_in_place(b, r, t);
         return 0;

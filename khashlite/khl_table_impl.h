@@ -50,10 +50,13 @@
  * Invariants (khl_table_check verifies them):
  *   I1  size = number of buckets whose control byte is a tag.
  *   I2  growth_left = capacity(n_buckets) - size in a one-group table, at
- *       most that in larger ones (a deletion in a group whose overflow bit
- *       it cannot clear does not give its bucket back until the next
- *       rebuild), where capacity(n) = n for one-group tables (they may fill:
- *       a walk cannot pass their only group) and n * KHL_MAX_LOAD otherwise.
+ *       most that in larger ones, where capacity(n) = n for one-group
+ *       tables (they may fill: a walk cannot pass their only group) and n *
+ *       KHL_MAX_LOAD otherwise.  A larger table's deletions do not add to
+ *       it; when it runs out, the empty buckets of groups without an
+ *       overflow bit are counted back, and those of groups with one (freed
+ *       since a key was pushed past the group) wait for the rebuild that
+ *       clears the bit (boost's drift rule, counted late).
  *   I3  A key in group G: every group before G on its walk has the key's
  *       overflow bit.  So a lookup stops at the first group without it.
  *   I4  No bucket is marked deleted (the mark only exists inside an
@@ -550,13 +553,13 @@ static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t 
 #define KHL_MOVE_GROUPS 256u
 
 /* Empties bucket i, which holds a key.  No tombstone: lookups end by the
- * overflow bits (I3).  A larger table takes the bucket back into
- * growth_left unless its group has the key's overflow bit: a key of that
- * class may have been pushed past the group, whose bit stays set until a
- * rebuild, so each such deletion brings the rebuild that clears it nearer
- * (boost's drift rule); the addition is branch-free, since a mispredict
- * here stalls the loads of the operations that follow.  A larger table's
- * bucket is cleared by a byte store (1M random u32 keys: an erase 36 -> 30
+ * overflow bits (I3).  A larger table's deletion leaves growth_left as it
+ * is: the buckets deletions give back are counted when the growth runs out
+ * (khl_table_grow_plan), so an erase stores nothing that it must first read
+ * from the table.  Taking the bucket back here unless its group had the
+ * key's overflow bit made an erase of 2M u64 keys with 56-byte values 16-51
+ * ns dearer than a hit of the same keys; without, 1-4 (docs/design.md).  A
+ * larger table's bucket is cleared by a byte store (1M random u32 keys: an erase 36 -> 30
  * ns against the whole group's load, blend and store); a one-group table's
  * whole window is stored, since its next lookup loads that same window and
  * a byte store would defeat store-to-load forwarding.  Forced inline: when
@@ -566,13 +569,10 @@ static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t 
 static inline KHL_HOT_INLINE void khl_erase_at(khl_block_t *b, unsigned char *ctrl, uint32_t i)
 {
     uint32_t nb = b->n_buckets;
-    if (nb > KHL_GROUP_WIDTH) {
-        uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
-        khl_ext(b)->growth_left += khl_ovf_passed(ctrl, nb, base, ctrl[i]) ^ 1u;
+    if (nb > KHL_GROUP_WIDTH)
         ctrl[i] = KHL_CTRL_EMPTY;
-    } else {
+    else
         khl_ctrl_set(ctrl, i, KHL_CTRL_EMPTY);
-    }
     b->size--;
 }
 

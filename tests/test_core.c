@@ -611,6 +611,53 @@ Test(overflow, deletions_leave_no_tombstone)
     khl_destroy(c32, &h);
 }
 
+/* A larger table's deletion leaves its growth as it is (an erase then
+ * stores nothing it must first read from the table: a regression against
+ * giving the bucket back at each deletion); the buckets freed in groups
+ * without an overflow bit are counted back when the growth runs out,
+ * without a rebuild. */
+Test(overflow, deletions_are_counted_back_when_the_growth_runs_out)
+{
+    uint64_t r = 5;
+    TEST_TABLE(c32, h, t);
+    while (!h.b || h.b->n_buckets < (1u << 14) || khl_growth_left(h.b) > 0)
+        khl_put(c32, &h, (uint32_t)prng_next(&r) | 1u, NULL);
+    /* No deletion yet: the keys are the capacity. */
+    uint32_t nb = h.b->n_buckets, capacity = khl_size(c32, &h), deleted = 0;
+    for (khl_iter_t k = 0; k < nb && deleted < 6000; ++k)
+        if (khl_exist(c32, &h, k) && (khl_key(c32, &h, k) & 2u)) {
+            khl_del(c32, &h, k);
+            ++deleted;
+            cr_assert_eq(khl_growth_left(h.b), 0, "deletion %u gave growth back", deleted);
+        }
+    /* Empty buckets in groups no key passed: the overflow bytes follow
+     * the control bytes, one per group. */
+    const unsigned char *ctrl = (const unsigned char *)(h.b + 1);
+    uint32_t clean = 0;
+    for (uint32_t g = 0; g < nb / W; ++g)
+        if (!ctrl[nb + g])
+            for (uint32_t i = 0; i < W; ++i)
+                clean += ctrl[g * W + i] == 0x80;
+    /* What is counted back: the capacity less the keys and the empty
+     * buckets of passed groups, the empty buckets of clean groups less the
+     * buckets the maximum load keeps empty. */
+    cr_assert_geq(clean - (nb - capacity), 1500 + nb / W, "%u empty buckets in clean groups", clean);
+    size_t allocs = t.allocs;
+    unsigned char *passed = malloc(nb / W);
+    memcpy(passed, ctrl + nb, nb / W);
+    for (uint32_t i = 0; i < 1500; ++i)
+        khl_put(c32, &h, (uint32_t)prng_next(&r) & ~1u, NULL);
+    cr_assert_eq(t.allocs, allocs, "no growth: the deletions were counted back");
+    cr_assert_eq(khl_n_buckets(c32, &h), nb);
+    ctrl = (const unsigned char *)(h.b + 1);
+    for (uint32_t g = 0; g < nb / W; ++g)       /* no rehash in place either */
+        cr_assert(!passed[g] || (ctrl[nb + g] & passed[g]) == passed[g], "group %u", g);
+    free(passed);
+    cr_assert_eq(khl_check(c32, &h), 0);
+    khl_destroy(c32, &h);
+    test_alloc_fini(&t);
+}
+
 /* A put that cannot grow changes no byte of the block, overflow bytes
  * included: it sets them only once it cannot fail. */
 Test(overflow, a_failed_put_leaves_every_byte_as_it_was)
