@@ -43,10 +43,10 @@
  *   a forward walk (a cursor, khl_foreach, or khl_begin/khl_next) visits
  *   every other key exactly once.
  * - Bounded: every walk over groups stops after the last group, and a
- *   deletion whose group a key was pushed past counts against the load
- *   limit until the next rebuild (which clears those marks), so put/del
- *   churn on a table that never holds more than n keys keeps its block and
- *   its probes bounded.
+ *   bucket freed in a group a key was pushed past counts against the load
+ *   limit while it stays empty, until the next rebuild (which clears those
+ *   marks), so put/del churn on a table that never holds more than n keys
+ *   settles on a block and keeps its probes bounded.
  * - Sizes that cannot be represented (over 2^31 buckets, or a block larger
  *   than SIZE_MAX) fail with -1; nothing wraps.
  * - hash_fn and eq_fn must not touch the table they are called for.
