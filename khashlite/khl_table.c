@@ -346,7 +346,9 @@ int khl_table_grow_plan(khl_block_t *b, const khl_regions_t *r, const khl_type_t
         return plan_block(p, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
-    if (nb > GROUP) {
+    /* Without a group's worth of deletions since the last rebuild (a table
+     * only ever put into, the usual growth) there is nothing to count. */
+    if (nb > GROUP && cap - b->size >= nb / GROUP) {
         uint32_t g = counted_growth(b, r, t);
         if (g >= nb / GROUP) {
             khl_ext(b)->growth_left = g;
