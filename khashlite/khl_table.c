@@ -311,26 +311,26 @@ static uint32_t buckets_for(size_t n, uint32_t slack, const khl_type_t *t)
     }
 }
 
-/* The growth a table of more than one group has once its deletions are
- * counted back (I2): its capacity less its keys and the empty buckets of
- * groups with an overflow bit.  Such a group was full when a key passed it,
- * so its empty buckets were freed since; they wait for the rebuild that
- * clears the bit (boost's drift rule: otherwise a table churned at a steady
- * size would never be rebuilt, and its overflow bits would pile up). */
-static uint32_t counted_growth(const khl_block_t *b, const khl_regions_t *r, const khl_type_t *t)
+/* The empty buckets of a table of more than one group that its deletions
+ * have not given back (I2): those of groups with an overflow bit.  Such a
+ * group was full when a key passed it, so its empty buckets were freed
+ * since; they wait for the rebuild that clears the bit (boost's drift rule:
+ * otherwise a table churned at a steady size would never be rebuilt, and
+ * its overflow bits would pile up). */
+static uint32_t stale_buckets(const khl_block_t *b, const khl_regions_t *r)
 {
-    uint32_t nb = b->n_buckets, cap = capacity(nb, t), stale = 0, g;
+    uint32_t nb = b->n_buckets, stale = 0, g;
     const unsigned char *ovf = khl_ovf_at(r->ctrl, nb);
     for (g = 0; g < nb / GROUP; ++g)
         if (ovf[g])
             stale += khl_mask_count(khl_group_empty(khl_group_load(r->ctrl + g * GROUP)));
-    return cap - b->size > stale ? cap - b->size - stale : 0u;
+    return stale;
 }
 
 /* A put found no growth left.  A table of more than one group first counts
- * back what its deletions gave (counted_growth): if that is a bucket a
- * group or more, it goes on, so the count (a pass over the groups) comes
- * at most once per groups' worth of puts.  Else it is rebuilt
+ * back what its deletions gave (its spare capacity less stale_buckets): if
+ * that is a bucket a group or more, it goes on, so the count (a pass over
+ * the groups) comes at most once per groups' worth of puts.  Else it is rebuilt
  * in place (its overflow bits cleared, deletions' buckets given back) when
  * its live keys fill at most half the capacity, or (a reserved block) leave
  * 1/16 of the buckets spare; else it grows: 2x below one group (an
@@ -340,22 +340,23 @@ static uint32_t counted_growth(const khl_block_t *b, const khl_regions_t *r, con
  * per n/16 puts into empty buckets. */
 int khl_table_grow_plan(khl_block_t *b, const khl_regions_t *r, const khl_type_t *t, khl_plan_t *p)
 {
-    uint32_t nb, cap;
+    uint32_t nb, cap, spare;
     p->reserved = 0;
     if (!b)
         return plan_block(p, t->first_buckets, t);
     nb = b->n_buckets;
     cap = capacity(nb, t);
+    spare = cap - b->size;
     /* Without a group's worth of deletions since the last rebuild (a table
      * only ever put into, the usual growth) there is nothing to count. */
-    if (nb > GROUP && cap - b->size >= nb / GROUP) {
-        uint32_t g = counted_growth(b, r, t);
-        if (g >= nb / GROUP) {
-            khl_ext(b)->growth_left = g;
+    if (nb > GROUP && spare >= nb / GROUP) {
+        uint32_t stale = stale_buckets(b, r);
+        if (stale <= spare - nb / GROUP) {
+            khl_ext(b)->growth_left = spare - stale;
             return 0;
         }
     }
-    if (nb > GROUP && (b->size < cap / 2 || (khl_ext(b)->reserved && cap - b->size >= nb / GROUP))) {
+    if (nb > GROUP && (b->size < cap / 2 || (khl_ext(b)->reserved && spare >= nb / GROUP))) {
         rehash_in_place(b, r, t);
         return 0;
     }

@@ -559,10 +559,10 @@ static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t 
  * from the table.  Taking the bucket back here unless its group had the
  * key's overflow bit made an erase of 2M u64 keys with 56-byte values 16-51
  * ns dearer than a hit of the same keys; without, 1-4 (docs/design.md).  A
- * larger table's bucket is cleared by a byte store (1M random u32 keys: an erase 36 -> 30
- * ns against the whole group's load, blend and store); a one-group table's
- * whole window is stored, since its next lookup loads that same window and
- * a byte store would defeat store-to-load forwarding.  Forced inline: when
+ * larger table's bucket is cleared by a byte store (1M random u32 keys: an
+ * erase 36 -> 30 ns against the whole group's load, blend and store); a
+ * one-group table's whole window is stored, since its next lookup loads
+ * that same window and a byte store would defeat store-to-load forwarding.  Forced inline: when
  * the table code around it changed shape, gcc -O3 stopped inlining it into
  * a benchmark's erase loop (peers, 20k u32 keys: 8 instructions more an
  * erase). */
