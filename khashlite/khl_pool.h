@@ -38,7 +38,11 @@
  * Larger requests up to large_max (default 4 MiB) are spans: runs of
  * chunk_bytes windows cut, best fit, from 8 MiB arenas the pool keeps, each
  * with a header at its first window that records the size, so unsized
- * free, realloc, block_size and owns work on them too.  A freed span joins
+ * free, realloc, block_size and owns work on them too; a span block starts
+ * a cache colour (a multiple of 64 bytes below 4 KiB, a different one each
+ * time) past the header, where its last window has the room, so that the
+ * same bytes of different blocks do not compete for the same cache sets.
+ * A freed span joins
  * its free neighbours and serves the next large blocks, a span grows in
  * place over free windows after it, and shrinking never moves it.  Blocks
  * above large_max get a frame (mapping) of their own, aligned the same

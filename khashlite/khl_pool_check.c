@@ -306,7 +306,7 @@ static int span_ok(const khl_pool_t *p, const khl_pool_chunk_t *k)
     if ((const char *)k < a->base || (size_t)((const char *)k - a->base) % p->chunk_bytes ||
         k->cls > ARENA_MAX_WINDOWS ||
         (size_t)((const char *)k - a->base) / p->chunk_bytes + k->cls > a->nwin ||
-        k->raw_size != (size_t)k->cls * p->chunk_bytes || k->cap != k->raw_size - FRAME_HEADER_BYTES ||
+        k->raw_size != (size_t)k->cls * p->chunk_bytes || k->cap != k->raw_size - (size_t)(k->slots - (const char *)k) ||
         k->size > p->large_max)
         return broken("span %p: %u windows of arena %p (%u windows), room %zu, size %zu",
                       (const void *)k->slots, k->cls, (const void *)a, a->nwin, k->cap, k->size);
@@ -411,7 +411,9 @@ int khl_i_check_held(const khl_pool_t *p)
             k->prev != prev)
             return broken("large block frame %p unaligned, unindexed, of another kind or mislinked",
                           (const void *)k);
-        if (k->size <= p->max_small || k->size > k->cap || k->slots != (const char *)k + FRAME_HEADER_BYTES)
+        if (k->size <= p->max_small || k->size > k->cap || k->slots < (const char *)k + FRAME_HEADER_BYTES ||
+            (size_t)(k->slots - ((const char *)k + FRAME_HEADER_BYTES)) % COLOUR_STEP ||
+            k->slots >= (const char *)k + FRAME_HEADER_BYTES + (k->cls ? COLOUR_SPAN : 1))
             return broken("large block %p: size %zu, room %zu", (const void *)k->slots, k->size, k->cap);
         if (k->cls && span_ok(p, k) < 0)
             return -1;

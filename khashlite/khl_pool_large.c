@@ -20,14 +20,14 @@
  * after the block.  Invariants: khl_pool_internal.h. */
 #include "khl_pool_large.h"
 
-/* Windows a span block of n bytes covers (header included); 0 when it
- * cannot be a span. */
-static unsigned span_windows(const khl_pool_t *p, size_t n)
+/* Windows a span block of n bytes covers, `lead` bytes (header and colour)
+ * before it; 0 when it cannot be a span. */
+static unsigned span_windows(const khl_pool_t *p, size_t lead, size_t n)
 {
     size_t w;
     if (n > p->large_max)
         return 0;
-    w = (FRAME_HEADER_BYTES + n + p->chunk_bytes - 1) / p->chunk_bytes;
+    w = (lead + n + p->chunk_bytes - 1) / p->chunk_bytes;
     return w <= ARENA_MAX_WINDOWS ? (unsigned)w : 0;
 }
 
@@ -146,13 +146,29 @@ static unsigned span_start(const khl_pool_t *p, const khl_pool_chunk_t *k)
     return (unsigned)((size_t)((const char *)k - a->base) / p->chunk_bytes);
 }
 
-/* Sets a span's header for `w` windows holding n bytes. */
+/* Sets a span's header for `w` windows holding n bytes from k->slots. */
 static void span_set(const khl_pool_t *p, khl_pool_chunk_t *k, unsigned w, size_t n)
 {
     k->cls = w;
     k->raw_size = (size_t)w * p->chunk_bytes;
     k->size = n;
-    k->cap = k->raw_size - FRAME_HEADER_BYTES;
+    k->cap = k->raw_size - (size_t)(k->slots - (char *)k);
+}
+
+/* Where a span block of n bytes in w windows starts past its header.
+ * Windows are chunk_bytes-aligned, so without a colour every span block
+ * would start at one address modulo the page, and the same bytes of every
+ * block (their first ones, a field at a fixed offset) would compete for
+ * the same few sets of the caches: 16 arrays of 20 KiB read in step took
+ * 829 k L1 misses uncoloured and 110 k coloured (cachegrind, 32 KiB 8-way).
+ * Successive blocks step by COLOUR_STEP through COLOUR_SPAN, within the
+ * slack of their last window so that a colour never costs a window
+ * (jemalloc's cache_oblivious spends a page on it instead). */
+static size_t span_colour(const khl_pool_t *p, unsigned w, size_t n)
+{
+    size_t slack = (size_t)w * p->chunk_bytes - FRAME_HEADER_BYTES - n;
+    size_t colour = p->colour * COLOUR_STEP % COLOUR_SPAN;
+    return colour <= slack ? colour : slack & ~(COLOUR_STEP - 1);
 }
 
 static void *span_alloc(khl_pool_t *p, size_t n, unsigned w)
@@ -186,7 +202,8 @@ static void *span_alloc(khl_pool_t *p, size_t n, unsigned w)
     k->kind = KIND_LARGE;
     k->raw = best;
     k->fresh_next = NULL;
-    k->slots = (char *)k + FRAME_HEADER_BYTES;
+    k->slots = (char *)k + FRAME_HEADER_BYTES + span_colour(p, w, n);
+    p->colour++;
     span_set(p, k, w, n);
     khl_i_index_add(p, (uintptr_t)k);
     if (fresh)
@@ -288,7 +305,7 @@ static void *huge_alloc(khl_pool_t *p, size_t n)
 
 void *khl_i_large_alloc(khl_pool_t *p, size_t n)
 {
-    unsigned w = span_windows(p, n);
+    unsigned w = span_windows(p, FRAME_HEADER_BYTES, n);
     void *b;
     if (n > SIZE_MAX / 2)
         return NULL;
@@ -352,7 +369,7 @@ void *khl_i_large_resize(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
     if (nsize <= p->max_small)
         return NULL;
     if (k->cls) {
-        unsigned w = span_windows(p, nsize), start = span_start(p, k);
+        unsigned w = span_windows(p, (size_t)(k->slots - (char *)k), nsize), start = span_start(p, k);
         arena_t *a = (arena_t *)k->raw;
         if (!w)
             return NULL;

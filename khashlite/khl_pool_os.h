@@ -35,6 +35,11 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #define ARENA_MAX_WINDOWS 64u            /* one bit per window in a uint64_t */
 #define ARENA_BYTES ((size_t)8 << 20)    /* an arena's size when the limit allows */
 #define KEEP_EMPTY_ARENAS 1u             /* empty arenas kept for the next blocks */
+/* Span blocks start a colour (a multiple of COLOUR_STEP below COLOUR_SPAN)
+ * past their header, taken from the slack of their last window: see
+ * khl_pool_large.c. */
+#define COLOUR_STEP ((size_t)64)
+#define COLOUR_SPAN ((size_t)4096)
 #define HUGE_CACHE_FRAMES 4u             /* freed huge mappings kept */
 
 #define F_THREADS 1u
@@ -112,6 +117,7 @@ struct khl_pool {
     size_t large_max;             /* largest span block; above it, huge */
     arena_t *arenas;
     size_t narenas, nempty;
+    size_t colour;                /* the next span block's, in COLOUR_STEPs */
     khl_pool_chunk_t *huge_cache;          /* freed huge frames kept, newest first */
     size_t ncached, cached_bytes, cache_max;
     size_t retained;              /* system bytes no block holds: empty arenas, kept frames */

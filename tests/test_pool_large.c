@@ -18,6 +18,13 @@
 #define MiB ((size_t)1024 * 1024)
 #define WINDOW KHL_POOL_DEFAULT_CHUNK_BYTES
 
+/* The window a span block starts in (a block starts a cache colour past
+ * its window's header). */
+static uintptr_t window_of(const void *b)
+{
+    return (uintptr_t)b & ~(uintptr_t)(WINDOW - 1);
+}
+
 static khl_pool_t *lpool(int ts, int checked, const khl_allocator_t *backing, size_t limit,
                          size_t large_max)
 {
@@ -222,12 +229,49 @@ Test(pool_large, realloc_grows_in_place_and_shrink_never_moves)
     cr_assert_eq(test_pool_stats(p).in_use_bytes, 20000);
     /* the windows it gave back serve the next block, right after it */
     q = khl_pool_alloc(p, 100 * KiB);
-    cr_assert_eq(q, b + WINDOW, "the freed tail was not reused");
+    cr_assert_eq(window_of(q), window_of(b) + WINDOW, "the freed tail was not reused");
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free_unsized(p, q);
     khl_pool_free_unsized(p, b);
     khl_pool_destroy(p);
     backing_done(c);
+}
+
+/* Span blocks do not all start at one address modulo the page: 64 blocks
+ * take 64 cache colours (else the same bytes of every block would compete
+ * for a few cache sets), and the colour comes from the slack of the last
+ * window: a block that fills its windows starts right after the header,
+ * and a grown block keeps its colour. */
+Test(pool_large, span_blocks_start_at_distinct_cache_colours_without_a_window_more)
+{
+    khl_pool_t *p = lpool(0, 0, NULL, 0, 0);
+    char *b[64], *full, *next;
+    uint64_t colours = 0;
+    size_t header, i;
+    for (i = 0; i < 64; i++) {
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 20000));
+        cr_assert_eq((uintptr_t)b[i] % 64, (uintptr_t)b[0] % 64, "a colour is a multiple of a cache line");
+        colours |= (uint64_t)1 << ((uintptr_t)b[i] % 4096 / 64);
+    }
+    cr_assert_eq(colours, ~(uint64_t)0, "64 span blocks took %d colours", __builtin_popcountll(colours));
+    header = (size_t)((uintptr_t)b[0] - window_of(b[0]));
+    cr_assert_lt(header, 4096, "the first block starts past its header only");
+    full = khl_pool_alloc(p, WINDOW - header);
+    cr_assert_not_null(full);
+    cr_assert_eq((uintptr_t)full - window_of(full), header, "a block filling its window has no room for a colour");
+    next = khl_pool_alloc(p, 20000);
+    cr_assert_eq(window_of(next), window_of(full) + WINDOW, "the full block took one window");
+    cr_assert_eq(khl_pool_check(p), 0);
+    cr_assert_neq((uintptr_t)next - window_of(next), header);
+    cr_assert_eq(khl_pool_realloc(p, next, 20000, 2 * WINDOW), next, "grew by moving");
+    cr_assert_eq(khl_pool_block_size(p, next), 2 * WINDOW);
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_free_unsized(p, full);
+    khl_pool_free_unsized(p, next);
+    for (i = 0; i < 64; i++)
+        khl_pool_free(p, b[i], 20000);
+    cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+    khl_pool_destroy(p);
 }
 
 /* A span whose next window is taken moves, with its bytes. */
@@ -236,7 +280,7 @@ Test(pool_large, realloc_moves_when_the_next_window_is_taken)
     khl_pool_t *p = lpool(0, 0, NULL, 0, 0);
     char *a = khl_pool_alloc(p, 50000), *b = khl_pool_alloc(p, 50000), *q;
     mark(a, 50000, 1);
-    cr_assert_eq(b, a + WINDOW);
+    cr_assert_eq(window_of(b), window_of(a) + WINDOW);
     q = khl_pool_realloc(p, a, 50000, 200000);
     cr_assert_neq(q, a);
     cr_assert(marked(q, 50000, 1));
