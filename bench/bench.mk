@@ -58,7 +58,7 @@ large_EXTRA = bench/peers/adapter.c bench/peers/flat.cpp bench/peers/mruby.c \
 large_LIBS  = $(shell pkg-config --libs absl_flat_hash_map) -lmruby -lm
 # One large table is table work, not allocator work (a rebuild is one
 # allocation), and the report reads its glibc rows only: glibc only, which
-# keeps `make bench` near 8 minutes with peers.
+# keeps `make bench` near 9 minutes with peers.
 large_MALLOCS = glibc
 large_POOL    = no
 churn_EXTRA =

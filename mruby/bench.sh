@@ -23,7 +23,7 @@
 #              method table of a module with M methods (mruby/test/per_class.rb)
 # Runs only when `make mruby` has been run (build/mruby/host-khl exists):
 # fetching and building mruby takes minutes, so `make bench` does not do it.
-# MODE: standard (5 repetitions, 8 for a script under 0.5 s), full (9, 14),
+# MODE: standard (4 repetitions, 6 for a script under 0.5 s), full (9, 14),
 # smoke (1, tiny sizes).
 # Exits non-zero when a run fails or the builds' outputs differ.
 set -euo pipefail
@@ -31,7 +31,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-} csv=${2:-}
 BUILD=${BUILD:-build}
 M=$BUILD/mruby
-declare -A reps_of=([standard]=5 [full]=9 [smoke]=1)
+declare -A reps_of=([standard]=4 [full]=9 [smoke]=1)
 reps=${reps_of[$mode]:-}
 [ -n "$reps" ] && [ -n "$csv" ] || { echo "usage: $0 standard|full|smoke CSVFILE" >&2; exit 2; }
 for b in host-stock host-khl probe-stock probe-khl; do
@@ -90,11 +90,11 @@ for s in "${scripts[@]}"; do
     read -r path scale n <<<"$s"
     name=$(basename "$path" .rb)
     [ "$scale" = - ] && scale=
-    echo "[mruby] $name, $reps x ${#variants[@]} variants (8/5 as many under 0.5 s), $(( $(date +%s) - start )) s" >&2
+    echo "[mruby] $name, $reps x ${#variants[@]} variants (3/2 as many under 0.5 s), $(( $(date +%s) - start )) s" >&2
     # Each repetition runs the four variants in an order rotated by one
     # (stock on glibc first in the first, the output the others must match),
     # so that no variant always follows the same one; a script under half a
-    # second gets 8/5 of the repetitions (8 in standard mode, about 25 s
+    # second gets 3/2 of the repetitions (6 in standard mode, about 15 s
     # more in all): at 0.1-0.4 s a run on a shared machine moves by 30% and
     # more.
     nreps=$reps
@@ -110,7 +110,7 @@ for s in "${scripts[@]}"; do
             cmp -s "$tmp/out.stock-glibc" "$tmp/out.$key" || { echo "[mruby] $name: $key output differs from stock" >&2; exit 1; }
         done
         if [ "$r" = 0 ] && awk -v s="$(head -n 1 "$tmp/sec.stock-glibc")" 'BEGIN {exit !(s < 0.5)}'; then
-            nreps=$((reps * 8 / 5))
+            nreps=$((reps * 3 / 2))
         fi
     done
     # A build on khl_pool against the same build on glibc, repetition by

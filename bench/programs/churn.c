@@ -265,7 +265,7 @@ static void hook_pair(const bench_opts_t *o)
         double asked = 0;                                                           \
         for (long t = 0; t < tables; ++t)                                           \
             asked += (double)khl_block_size(name, &hs[t]);                          \
-        long lookups = o->quick ? 200000 : 2000000;                                 \
+        long lookups = o->quick ? 200000 : 1000000;                                 \
         double look[64];                                                            \
         int reps = o->reps < 64 ? o->reps : 64;                                     \
         for (int r = -o->warmup; r < reps; ++r) {                                   \

@@ -3,7 +3,7 @@
 # plus the glibc ones on khl_pool, and khl-bench-fastmm), collects one
 # results.csv, writes the machine details, then REPORT.md, summary.csv and
 # the plots (bench/report/report.c, gnuplot).
-#   standard  `make bench`: about eight minutes on 2 cores
+#   standard  `make bench`: about nine minutes on 2 cores (4 repetitions)
 #   full      `make bench-full`: big sizes, more repetitions
 #   smoke     CI: tiny sizes, one repetition, checks the outputs are complete
 #   report    `make bench-report`: no runs, the report again from the last
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 mode=${1:-standard}
 BUILD=${BUILD:-build}
 case "$mode" in
-    standard) flags=(--reps=5 --warmup=1) ;;
+    standard) flags=(--reps=4 --warmup=1) ;;
     full)     flags=(--full --reps=9 --warmup=2) ;;
     smoke)    flags=(--quick --reps=1 --warmup=0) ;;
     report)   ;;
