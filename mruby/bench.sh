@@ -9,8 +9,9 @@
 #   mruby_run  table = script, layout = stock|khl, allocator = glibc|khl_pool,
 #              n = size: seconds and peak_rss_kb (median, min, max of the
 #              repetitions, the four variants interleaved, their order
-#              rotated), ratio_vs_stock (stock's median seconds / this one's:
-#              above 1 is faster), ratio_vs_glibc for khl_pool (the same
+#              rotated), ratio_vs_stock (stock on glibc's CPU seconds / this
+#              one's in the same round: median, min, max; above 1 is faster),
+#              ratio_vs_glibc for khl_pool (the same
 #              build's CPU seconds on glibc / on khl_pool, paired by
 #              repetition: median, min, max), and allocf_calls (allocating calls over one
 #              run, through khl-mrb-probe)
@@ -123,7 +124,8 @@ for s in "${scripts[@]}"; do
         read -r pmed pmn pmx cnt <<<"$(stat "$tmp/paired")"
         row mruby_run "$name" "$layout" khl_pool "$n" ratio_vs_glibc "$pmed" "$pmn" "$pmx" "$cnt"
     done
-    read -r base _ <<<"$(stat "$tmp/sec.stock-glibc")"
+    # Against stock on glibc the same way: its CPU seconds over this
+    # variant's in the same round, median (min, max) over the rounds.
     for v in "${variants[@]}"; do
         read -r layout bin alloc flag <<<"$v"
         key=$layout-$alloc
@@ -131,10 +133,11 @@ for s in "${scripts[@]}"; do
         row mruby_run "$name" "$layout" "$alloc" "$n" seconds "$med" "$mn" "$mx" "$cnt"
         read -r rmed rmn rmx cnt <<<"$(stat "$tmp/rss.$key")"
         row mruby_run "$name" "$layout" "$alloc" "$n" peak_rss_kb "$rmed" "$rmn" "$rmx" "$cnt"
-        ratio=$(awk -v a="$base" -v b="$med" 'BEGIN {printf "%.4g", a / b}')
-        row mruby_run "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$ratio" "$ratio" "$ratio" "$cnt"
-        rm -f "$tmp/sec.$key" "$tmp/cpu.$key" "$tmp/rss.$key"
+        paste "$tmp/cpu.stock-glibc" "$tmp/cpu.$key" | awk '{print $1 / $2}' > "$tmp/paired"
+        read -r pmed pmn pmx cnt <<<"$(stat "$tmp/paired")"
+        row mruby_run "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$pmed" "$pmn" "$pmx" "$cnt"
     done
+    rm -f "$tmp"/sec.* "$tmp"/cpu.* "$tmp"/rss.*
     for layout in stock khl; do
         KHL_SCALE=$scale "$M/probe-$layout" "$path" > /dev/null 2> "$tmp/err"
         calls=$(sed -n 's/^probe: allocs=\([0-9]*\) .*/\1/p' "$tmp/err")

@@ -420,7 +420,8 @@ static void mruby_section(FILE *o)
                "and on khl_pool. Instructions are cachegrind's count of one run (deterministic; "
                "ratios: this build's count over stock's on glibc, below 1 is fewer). Allocator calls "
                "and bytes are counted through mruby's allocf (khl-mrb-probe); seconds are medians "
-               "of interleaved runs, and their ratios stock's over the build's.\n\n"
+               "of interleaved runs; ratio_vs_stock is stock on glibc's CPU seconds over the build's "
+               "in the same round, median (min-max) over the rounds.\n\n"
                "| target | measured | wanted | |\n|---|---|---|---|\n");
     for (size_t i = 0; i < n_rows; ++i) {
         const row_t *r = &rows[i];
@@ -470,10 +471,10 @@ static void mruby_section(FILE *o)
             worst_name = mruby_scripts[i];
         }
     }
-    snprintf(what, sizeof what, "slowest script on glibc (%s): stock / khl seconds, 3%% taken as noise",
+    snprintf(what, sizeof what, "slowest script on glibc (%s): stock / khl CPU seconds (paired), 3%% taken as noise",
              worst_name);
     target(o, what, worst, 0.97, 1, "x");
-    fprintf(o, "\nThe plot of stock seconds / khl seconds: `mruby.svg` (section Plots).\n");
+    fprintf(o, "\nThe plot of stock CPU seconds / khl CPU seconds (paired): `mruby.svg` (section Plots).\n");
     dump(o, "mruby");
 }
 
@@ -1542,7 +1543,7 @@ static void mruby_plot(const char *dir)
         return;
     gnuplot(dir, "set terminal svg size 800,360 dynamic font 'sans,10' noenhanced\n"
                  "set output 'mruby.svg'\n"
-                 "set title 'mruby 3.1: stock seconds / khl seconds (above 1: khl is faster)'\n"
+                 "set title 'mruby 3.1: stock CPU seconds / khl CPU seconds, same round (above 1: khl is faster)'\n"
                  "set key top right\nset yrange [0:*]\nset xrange [-0.5:5.5]\n"
                  "set arrow from -0.5,1 to 5.5,1 nohead dashtype 2\n"
                  "plot 'mruby.dat' index 0 using 1:3:4:5:xtic(2) with yerrorbars pointtype 7 "
@@ -1734,7 +1735,7 @@ int main(int argc, char **argv)
                "(`$(BUILD)/bench/latest/`), beside the run's every output (the full `results.csv`, "
                "the traces, each plot's `.dat`): `churn_ns.svg` (ns per lifecycle), `churn_ratio.svg` "
                "(relative to single), `churn_bytes.svg` (bytes per table), `latency.svg` (latency "
-               "trace) and `mruby.svg` (mruby: stock seconds / khl seconds).\n");
+               "trace) and `mruby.svg` (mruby: stock CPU seconds / khl CPU seconds, paired).\n");
     fprintf(o, "\n## Churn, other key types and reserve\n");
     headline(o, "churn_int_reserve");
     headline(o, "churn_str");
