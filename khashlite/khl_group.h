@@ -126,6 +126,23 @@ static inline khl_group_swar_t khl_group_swar_with(khl_group_swar_t g, uint32_t 
     return g;
 }
 
+/* A rehash's marks: every key (a tag) becomes KHL_CTRL_DELETED, to be
+ * placed again, every other byte KHL_CTRL_EMPTY.  A byte's high bit spread
+ * over the byte (no carry crosses bytes: each is 0 or 1 times 0xFF). */
+static inline uint64_t khl_swar_marked(uint64_t w)
+{
+    uint64_t special = ((w & KHL_SWAR_MSB) >> 7) * 0xffu;
+    return (KHL_CTRL_DELETED * 0x0101010101010101ULL) ^
+           (special & ((KHL_CTRL_DELETED ^ KHL_CTRL_EMPTY) * 0x0101010101010101ULL));
+}
+
+static inline khl_group_swar_t khl_group_swar_marked(khl_group_swar_t g)
+{
+    g.lo = khl_swar_marked(g.lo);
+    g.hi = khl_swar_marked(g.hi);
+    return g;
+}
+
 /* --- SSE2 ------------------------------------------------------------------ */
 
 #ifdef KHL_GROUP_SSE2
@@ -190,6 +207,14 @@ static inline khl_group_sse2_t khl_group_sse2_with(khl_group_sse2_t g, uint32_t 
     __m128i at = _mm_loadu_si128((const __m128i *)(const void *)(khl_group_sse2_lanes + 15u - i));
     return _mm_or_si128(_mm_andnot_si128(at, g), _mm_and_si128(at, khl_group_sse2_tags(c)));
 }
+/* As khl_group_swar_marked: the bytes with the high bit set, as a compare
+ * with 0 gives them, choose EMPTY over DELETED. */
+static inline khl_group_sse2_t khl_group_sse2_marked(khl_group_sse2_t g)
+{
+    __m128i special = _mm_cmpgt_epi8(_mm_setzero_si128(), g);
+    return _mm_xor_si128(_mm_set1_epi8((char)KHL_CTRL_DELETED),
+                         _mm_and_si128(special, _mm_set1_epi8((char)(KHL_CTRL_DELETED ^ KHL_CTRL_EMPTY))));
+}
 #endif
 
 /* --- the implementation the tables use -------------------------------------- */
@@ -213,6 +238,7 @@ typedef khl_tags_swar_t khl_tags_t;
 #define khl_group_free  KHL_GROUP_IMPL(free)
 #define khl_group_full  KHL_GROUP_IMPL(full)
 #define khl_group_with  KHL_GROUP_IMPL(with)
+#define khl_group_marked KHL_GROUP_IMPL(marked)
 
 /* Index of the lowest / highest set bit of a nonzero mask. */
 static inline uint32_t khl_mask_lowest(uint32_t m)

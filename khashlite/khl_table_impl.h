@@ -1305,8 +1305,8 @@ static inline uint64_t khl_mix(uint64_t hash)
     {                                                                               \
         uint32_t i, base, top, nb = r->n_buckets;                                   \
         memset(khl_ovf_at(r->ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);                \
-        for (i = 0; i < n_placed; ++i)                                              \
-            r->ctrl[i] = r->ctrl[i] < KHL_CTRL_EMPTY ? KHL_CTRL_DELETED : KHL_CTRL_EMPTY; \
+        for (i = 0; i < n_placed; i += KHL_GROUP_WIDTH)                             \
+            khl_group_store(r->ctrl + i, khl_group_marked(khl_group_load(r->ctrl + i))); \
         for (top = n_placed; top > 0; top = base) {                                 \
             uint64_t hashes[KHL_GROUP_WIDTH];                                       \
             uint32_t marked, ahead;                                                 \

@@ -32,6 +32,10 @@ static void check_group_pair(const unsigned char *bytes)
     cr_assert_eq(khl_group_swar_empty(p), khl_group_sse2_empty(s));
     cr_assert_eq(khl_group_swar_free(p), khl_group_sse2_free(s));
     cr_assert_eq(khl_group_swar_full(p), khl_group_sse2_full(s));
+    unsigned char ma[W], mb[W];
+    khl_group_swar_store(ma, khl_group_swar_marked(p));
+    khl_group_sse2_store(mb, khl_group_sse2_marked(s));
+    cr_assert_eq(memcmp(ma, mb, W), 0, "marked");
     for (uint32_t i = 0; i < W; ++i) {
         unsigned char a[W], b[W];
         khl_group_swar_store(a, khl_group_swar_with(p, i, 0x5A));
@@ -71,6 +75,11 @@ Test(core, portable_group_masks)
     cr_assert_eq(khl_group_swar_full(w), 0x4009u);
     cr_assert_eq(khl_group_swar_empty(w), 0xFFFFu & ~0x4009u & ~0x0200u & ~0x8000u);
     cr_assert_eq(khl_group_swar_free(w), 0xFFFFu & ~0x4009u & ~0x8000u);
+    /* A rehash's marks: keys (0x00-0x7F) to be placed again, the rest empty. */
+    unsigned char m[W];
+    khl_group_swar_store(m, khl_group_swar_marked(w));
+    for (uint32_t i = 0; i < W; ++i)
+        cr_assert_eq(m[i], g[i] < 0x80 ? 0xFE : 0x80, "marked byte %u", i);
 }
 
 /* --- tiny tables ------------------------------------------------------------ */
