@@ -184,7 +184,7 @@ if command -v valgrind > /dev/null; then
             read -r layout bin alloc flag <<<"$v"
             count=$(ir "$layout-$alloc")
             row mruby_instr "$name" "$layout" "$alloc" "$n" instructions "$count" "$count" "$count" 1
-            ratio=$(awk -v a="$count" -v b="$base" 'BEGIN {printf "%.4g", a / b}')
+            ratio=$(awk -v a="$count" -v b="$base" 'BEGIN {printf "%.6f", a / b}')
             row mruby_instr "$name" "$layout" "$alloc" "$n" ratio_vs_stock "$ratio" "$ratio" "$ratio" 1
         done
     done

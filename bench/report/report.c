@@ -423,19 +423,23 @@ static void mruby_section(FILE *o)
                "of interleaved runs; ratio_vs_stock is stock on glibc's CPU seconds over the build's "
                "in the same round, median (min-max) over the rounds.\n\n"
                "| target | measured | wanted | |\n|---|---|---|---|\n");
+    /* Ratios of the counts themselves: the CSV's ratio_vs_stock has four
+     * digits, and 1.0003 printed as 1 would read as a target met. */
     for (size_t i = 0; i < n_rows; ++i) {
         const row_t *r = &rows[i];
+        double ratio;
         if (strcmp(r->workload, "mruby_instr") || strcmp(r->layout, "khl") ||
-            strcmp(r->metric, "ratio_vs_stock"))
+            strcmp(r->metric, "instructions"))
             continue;
+        ratio = r->median / val("mruby_instr", r->table, "stock", "glibc", r->n, "instructions");
         if (!strcmp(r->table, "bm_ao_render")) {
             int pool = !strcmp(r->allocator, "khl_pool");
             snprintf(what, sizeof what, "bm_ao_render at %ld, instructions: khl on %s / stock on glibc",
                      r->n, r->allocator);
-            target(o, what, r->median, pool ? 0.95 : 0.97, 0, "x");
+            target(o, what, ratio, pool ? 0.95 : 0.97, 0, "x");
         }
-        if (!strcmp(r->allocator, "glibc") && (isnan(worst) || r->median > worst)) {
-            worst = r->median;
+        if (!strcmp(r->allocator, "glibc") && (isnan(worst) || ratio > worst)) {
+            worst = ratio;
             worst_name = r->table;
         }
     }
