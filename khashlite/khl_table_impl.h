@@ -579,10 +579,13 @@ static inline KHL_HOT_INLINE void khl_erase_at(khl_block_t *b, unsigned char *ct
 /* The walk over occupied buckets, a group of 16 at a time, that khl_next,
  * the foreach macros and a rebuild share.  The state is the group at *base
  * and the mask of its occupied buckets not visited yet.  khl_walk_from sets
- * it up for the buckets at or after i (i < nb); khl_walk_next returns the
- * next one, or nb, loading the next groups as masks run out.  A bucket freed
- * since its group was loaded (a foreach body may delete keys it has not
- * reached) is skipped. */
+ * it up for the buckets at or after i (i < nb); khl_walk_step finds the
+ * next one (*i, and 1; 0 after the last), loading the next groups as masks
+ * run out.  A bucket freed since its group was loaded (a foreach body may
+ * delete keys it has not reached) is skipped.  The answer is a flag apart
+ * from the bucket, not nb for the end: a cursor's caller then tests no
+ * bucket against nb a key (the collector's walk over mruby's method tables:
+ * 2 instructions of 15 a key). */
 static inline void khl_walk_from(const unsigned char *ctrl, uint32_t nb, uint32_t i,
                                  uint32_t *base, uint32_t *mask)
 {
@@ -591,19 +594,21 @@ static inline void khl_walk_from(const unsigned char *ctrl, uint32_t nb, uint32_
             (0xffffu << (i - *base));
 }
 
-static inline uint32_t khl_walk_next(const unsigned char *ctrl, uint32_t nb, uint32_t *base,
-                                     uint32_t *mask)
+static inline int khl_walk_step(const unsigned char *ctrl, uint32_t nb, uint32_t *base,
+                                uint32_t *mask, uint32_t *i)
 {
     for (;;) {
         while (*mask) {
-            uint32_t i = *base + khl_mask_lowest(*mask);
+            uint32_t k = *base + khl_mask_lowest(*mask);
             *mask &= *mask - 1u;
-            if (ctrl[i] < KHL_CTRL_EMPTY)
-                return i;
+            if (ctrl[k] < KHL_CTRL_EMPTY) {
+                *i = k;
+                return 1;
+            }
         }
         *base += KHL_GROUP_WIDTH;
         if (*base >= nb)
-            return nb;
+            return 0;
         *mask = khl_group_full(khl_group_load(ctrl + *base));
     }
 }
@@ -611,11 +616,11 @@ static inline uint32_t khl_walk_next(const unsigned char *ctrl, uint32_t nb, uin
 /* First occupied bucket at or after i, or nb. */
 static inline uint32_t khl_scan_full(const unsigned char *ctrl, uint32_t nb, uint32_t i)
 {
-    uint32_t base, mask;
+    uint32_t base, mask, k;
     if (i >= nb)
         return nb;
     khl_walk_from(ctrl, nb, i, &base, &mask);
-    return khl_walk_next(ctrl, nb, &base, &mask);
+    return khl_walk_step(ctrl, nb, &base, &mask, &k) ? k : nb;
 }
 
 /* The public cursor (khashlite.h) is this walk with its state in a struct:
@@ -636,8 +641,7 @@ static inline khl_cursor_t khl_cursor_start(const unsigned char *ctrl, uint32_t 
 
 static inline int khl_cursor_step(khl_cursor_t *c)
 {
-    c->k = khl_walk_next(c->ctrl, c->nb, &c->base, &c->mask);
-    return c->k < c->nb;
+    return khl_walk_step(c->ctrl, c->nb, &c->base, &c->mask, &c->k);
 }
 
 /* --- storage ------------------------------------------------------------------ */
