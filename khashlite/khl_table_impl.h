@@ -1295,7 +1295,9 @@ static inline uint64_t khl_mix(uint64_t hash)
             KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag(hash_))); \
         }                                                                           \
     }                                                                               \
-    /* In place (hashbrown's way): every key to place is marked deleted; each */    \
+    /* In place (hashbrown's way), in a table of more than one group: the keys */  \
+    /* of buckets [0, n_placed), whole groups (n_placed is the old bucket */        \
+    /* count, 32 or more), are marked deleted a group at a time; each */            \
     /* goes to the first free bucket of its walk, unless that is in its own */      \
     /* group; a marked key found there swaps in and is placed next.  From the */    \
     /* last bucket down: after a doubling (a resize), the keys of group g go */     \
@@ -1312,16 +1314,15 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* instructions). */                                                            \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
-        uint32_t i, base, top, nb = r->n_buckets;                                   \
+        uint32_t i, base, nb = r->n_buckets;                                        \
         memset(khl_ovf_at(r->ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);                \
         for (i = 0; i < n_placed; i += KHL_GROUP_WIDTH)                             \
             khl_group_store(r->ctrl + i, khl_group_marked(khl_group_load(r->ctrl + i))); \
-        for (top = n_placed; top > 0; top = base) {                                 \
+        for (base = n_placed; base > 0;) {                                          \
             uint64_t hashes[KHL_GROUP_WIDTH];                                       \
             uint32_t marked, ahead;                                                 \
-            base = (top - 1u) & ~(KHL_GROUP_WIDTH - 1u);                            \
-            marked = khl_group_match(khl_group_load(r->ctrl + base), KHL_CTRL_DELETED) & \
-                     khl_live_mask(top - base);                                     \
+            base -= KHL_GROUP_WIDTH;                                                \
+            marked = khl_group_match(khl_group_load(r->ctrl + base), KHL_CTRL_DELETED); \
             ahead = khl_hashstart_##name(hashes, marked, r->pairs, nb, base);       \
             for (; marked; marked &= marked - 1u) {                                 \
                 uint64_t hash;                                                      \
