@@ -268,6 +268,27 @@ static inline void *khl_pool_i_pop_bundle(khl_pool_class_t *c)
     return bundle;
 }
 
+/* bytes more in use: the exact statistics every allocation keeps.  A
+ * macro: as a function of the size, inlined, it cost the allocation fast
+ * path an instruction (gcc 12 kept n in a register for the slow path). */
+#define KHL_POOL_I_NOTE_USE(h, bytes)                                         \
+    do {                                                                      \
+        (h)->in_use += (bytes);                                               \
+        if ((h)->in_use > (h)->peak)                                          \
+            (h)->peak = (h)->in_use;                                          \
+    } while (0)
+
+/* The counts of an allocation of class c.  Both fast paths count before
+ * they touch the bundle again (alloc's prefetch, free's push): gcc then
+ * keeps the class record's address in one register, where counting last
+ * it computed the address a second time (the FastMM loop's calls: 31.7 ->
+ * 29.8 instructions an allocation, 24.9 -> 21.8 a free). */
+static inline void khl_pool_i_count_alloc(khl_pool_head_t *h, khl_pool_class_t *c)
+{
+    c->allocs++;
+    KHL_POOL_I_NOTE_USE(h, c->size);
+}
+
 /* The plain pools' allocation fast path for class c: a free block, else
  * bump room, else the call `slow` (the library's out-of-line path). */
 static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t *c, khl_pool_t *p,
@@ -277,10 +298,13 @@ static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t 
     if (KHL_LIKELY(top != base)) {
         b = *--top;
         c->top = top;
+        khl_pool_i_count_alloc(h, c);
         /* The caller's first write to the next block will not miss. */
         if (KHL_LIKELY(top != base))
             KHL_PREFETCH_W(top[-1]);
-    } else if (base != c->root) {
+        return b;
+    }
+    if (base != c->root) {
         b = khl_pool_i_pop_bundle(c);
     } else if (KHL_LIKELY(c->bump != c->end)) {
         b = c->bump;
@@ -288,19 +312,16 @@ static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t 
     } else {
         return slow(p, n);
     }
-    c->allocs++;
-    h->in_use += c->size;
-    if (h->in_use > h->peak)
-        h->peak = h->in_use;
+    khl_pool_i_count_alloc(h, c);
     return b;
 }
 
 /* A small block back to class c of a plain pool. */
 static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c, void *ptr)
 {
-    khl_pool_i_push(c, ptr);
     c->frees++;
     h->in_use -= c->size;
+    khl_pool_i_push(c, ptr);
 }
 
 /* khl_pool_alloc, inline where the pool is plain or a thread's cache has a

@@ -390,9 +390,8 @@ void *khl_i_large_resize(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
         if (nsize < old)
             huge_shrink(p, k, nsize);
     }
-    p->hot.in_use = p->hot.in_use - old + nsize;
-    if (p->hot.in_use > p->hot.peak)
-        p->hot.peak = p->hot.in_use;
+    p->hot.in_use -= old;
+    note_alloc(p, nsize);
     return k->slots;
 }
 

@@ -159,9 +159,7 @@ static inline void unlock(const khl_pool_t *p)
 
 static inline void note_alloc(khl_pool_t *p, size_t bytes)
 {
-    p->hot.in_use += bytes;
-    if (p->hot.in_use > p->hot.peak)
-        p->hot.peak = p->hot.in_use;
+    KHL_POOL_I_NOTE_USE(&p->hot, bytes);
 }
 
 /* 1 when the pool may take `cost` more bytes from the system: what it
