@@ -316,7 +316,8 @@ static inline void *khl_pool_i_plain_alloc(khl_pool_head_t *h, khl_pool_class_t 
     return b;
 }
 
-/* A small block back to class c of a plain pool. */
+/* A small block back to class c of a plain pool.  Counted before the push,
+ * as an allocation is (khl_pool_i_count_alloc). */
 static inline void khl_pool_i_plain_free(khl_pool_head_t *h, khl_pool_class_t *c, void *ptr)
 {
     c->frees++;
