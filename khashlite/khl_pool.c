@@ -214,15 +214,6 @@ static KHL_NOINLINE void locked_free(khl_pool_t *p, void *ptr, size_t n, const c
 /* ------------------------------------------------------------------------ */
 /* Thread-cached pools past their inline fast paths                          */
 
-/* The calling thread's record for p when it is the one it used last (the
- * inline fast paths' guess), else NULL. */
-static inline thread_cache_t *last_cache(const khl_pool_t *p)
-{
-    /* The head is a record's first member. */
-    thread_cache_t *e = (thread_cache_t *)(void *)khl_pool_i_last_cache;
-    return KHL_LIKELY(cache_is_for(e, p)) ? e : NULL;
-}
-
 /* A thread's first call on p, or one after it used another pool: its
  * record is looked up or made; when it cannot be made, the locked path. */
 static KHL_NOINLINE void *ts_alloc_other(khl_pool_t *p, size_t n)
@@ -257,7 +248,7 @@ static void ts_debug_check(khl_pool_t *p)
 
 static inline void *ts_alloc_miss(khl_pool_t *p, size_t n)
 {
-    thread_cache_t *e = last_cache(p);
+    thread_cache_t *e = khl_i_last_record(p);
     void *b = e ? khl_i_ts_alloc_slow(p, e, n) : ts_alloc_other(p, n);
     ts_debug_check(p);
     return b;
@@ -265,7 +256,7 @@ static inline void *ts_alloc_miss(khl_pool_t *p, size_t n)
 
 static inline void ts_free_miss(khl_pool_t *p, void *ptr, unsigned ci)
 {
-    thread_cache_t *e = last_cache(p);
+    thread_cache_t *e = khl_i_last_record(p);
     if (e)
         khl_i_ts_free_slow(p, e, ptr, ci);
     else

@@ -160,7 +160,10 @@ typedef struct khl_pool_thread_head {
 #define KHL_POOL_I_CACHES_OFFSET 64
 
 #ifdef KHL_POOL_I_INLINE_CACHES
-/* The record of the pool the calling thread used last, or NULL. */
+/* The record of the pool the calling thread used last, or a record of no
+ * pool: never NULL, so that the fast paths test a generation alone (an
+ * allocation and a free each 2 instructions fewer than with a test for
+ * NULL before it). */
 extern KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
 
 static inline uint64_t khl_pool_i_counter(const uint64_t *x)
@@ -178,7 +181,7 @@ static inline void khl_pool_i_set_counter(uint64_t *x, uint64_t v)
 static inline khl_pool_class_cache_t *khl_pool_i_my_class(const khl_pool_head_t *h, unsigned ci)
 {
     khl_pool_thread_head_t *e = khl_pool_i_last_cache;
-    if (KHL_LIKELY(e != NULL && e->gen == h->gen))
+    if (KHL_LIKELY(e->gen == h->gen))
         return (khl_pool_class_cache_t *)(void *)((char *)e + KHL_POOL_I_CACHES_OFFSET) + ci;
     return NULL;
 }

@@ -20,8 +20,11 @@ static int exit_key_ok;
 static uint64_t registry_gen;
 
 /* The record the thread used last (the fast paths' one guess, read inline
- * by programs too: khl_pool_inline.h), and all its records. */
-KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache;
+ * by programs too: khl_pool_inline.h), and all its records.  Before its
+ * first record and after its records are gone, the thread's guess is
+ * no_record, whose generation no pool has (pools count theirs from 1). */
+static khl_pool_thread_head_t no_record = {UINT64_MAX};
+KHL_POOL_I_TLS khl_pool_thread_head_t *khl_pool_i_last_cache = &no_record;
 static _Thread_local thread_cache_t *my_caches KHL_TLS_INITIAL_EXEC;
 
 static uint64_t frees_now(const khl_pool_class_cache_t *t)
@@ -163,7 +166,7 @@ static void thread_exit(void *head)
         free(e);
     }
     my_caches = NULL;
-    khl_pool_i_last_cache = NULL;
+    khl_pool_i_last_cache = &no_record;
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -203,7 +206,7 @@ static void purge_dead(void)
             ep = &e->tl_next;
         }
     }
-    khl_pool_i_last_cache = NULL;
+    khl_pool_i_last_cache = &no_record;
     if (exit_key_ok)
         pthread_setspecific(exit_key, my_caches);
 }
@@ -271,7 +274,7 @@ static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
             }
         }
     }
-    khl_pool_i_last_cache = e ? &e->head : NULL;
+    khl_pool_i_last_cache = e ? &e->head : &no_record;
     pthread_mutex_unlock(&registry_lock);
     return e;
 }
@@ -281,9 +284,8 @@ static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
  * this layer never calls up into it. */
 thread_cache_t *khl_i_my_cache(khl_pool_t *p)
 {
-    /* The head is a record's first member. */
-    thread_cache_t *e = (thread_cache_t *)(void *)khl_pool_i_last_cache;
-    if (KHL_LIKELY(cache_is_for(e, p)))
+    thread_cache_t *e = khl_i_last_record(p);
+    if (KHL_LIKELY(e != NULL))
         return e;
     return cache_slow(p);
 }

@@ -65,7 +65,16 @@ KHL_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, 
 /* 1 when e is p's record (khl_pool_inline.h's test). */
 static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
 {
-    return e && e->head.gen == p->hot.gen;
+    return e->head.gen == p->hot.gen;
+}
+
+/* The record the calling thread used last when it is p's, else NULL.  The
+ * guess is converted to a record only once its generation says it is one
+ * (a record's head is its first member). */
+static inline thread_cache_t *khl_i_last_record(const khl_pool_t *p)
+{
+    khl_pool_thread_head_t *h = khl_pool_i_last_cache;
+    return KHL_LIKELY(h->gen == p->hot.gen) ? (thread_cache_t *)(void *)h : NULL;
 }
 
 #endif /* KHL_POOL_THREAD_H */
