@@ -62,10 +62,15 @@ KHL_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
 KHL_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);
 KHL_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci);
 
-/* 1 when e is p's record (khl_pool_inline.h's test). */
+/* 1 when the record whose head is h is p's (khl_pool_inline.h's test). */
+static inline int head_is_for(const khl_pool_thread_head_t *h, const khl_pool_t *p)
+{
+    return h->gen == p->hot.gen;
+}
+
 static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
 {
-    return e->head.gen == p->hot.gen;
+    return head_is_for(&e->head, p);
 }
 
 /* The record the calling thread used last when it is p's, else NULL.  The
@@ -74,7 +79,7 @@ static inline int cache_is_for(const thread_cache_t *e, const khl_pool_t *p)
 static inline thread_cache_t *khl_i_last_record(const khl_pool_t *p)
 {
     khl_pool_thread_head_t *h = khl_pool_i_last_cache;
-    return KHL_LIKELY(h->gen == p->hot.gen) ? (thread_cache_t *)(void *)h : NULL;
+    return KHL_LIKELY(head_is_for(h, p)) ? (thread_cache_t *)(void *)h : NULL;
 }
 
 #endif /* KHL_POOL_THREAD_H */
