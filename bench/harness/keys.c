@@ -26,7 +26,8 @@ static void key_make(keys_t *k, int type, int kind, size_t i, void *dst)
         x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : prng_mix32(x);
         memcpy(dst, &x, sizeof x);
     } else if (type == KEY_U64) {
-        uint64_t x = prng_mix64(i);
+        uint64_t x = (uint64_t)i;
+        x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : prng_mix64(x);
         memcpy(dst, &x, sizeof x);
     } else {
         static const char hex[] = "0123456789abcdef";

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 enum { KEY_U32, KEY_U64, KEY_STR, N_KEYTYPES };   /* uint32_t, uint64_t, const char * */
-enum { KS_SEQ, KS_MULT, KS_RAND, N_KINDS };        /* how u32 keys are made */
+enum { KS_SEQ, KS_MULT, KS_RAND, N_KINDS };        /* how integer keys are made */
 extern const char *const key_type_names[N_KEYTYPES];   /* "u32", "u64", "str16" */
 extern const char *const key_kind_names[N_KINDS];      /* "seq", "mult", "rand" */
 
@@ -21,9 +21,9 @@ typedef struct keys {
     size_t n, ksz;
 } keys_t;
 
-/* kind applies to u32 keys: sequential (0..2n-1), multiplicative
- * (i * 2654435761) or random (a bijection of i); u64 and string keys are
- * always random.  0, or -1 when out of memory (k is then empty). */
+/* kind applies to integer keys: sequential (0..2n-1), multiplicative
+ * (i * 2654435761, in the key's width) or random (a bijection of i); string
+ * keys are always random.  0, or -1 when out of memory (k is then empty). */
 int keys_make(keys_t *k, int type, int kind, size_t n, int shuffled);
 void keys_free(keys_t *k);
 

@@ -32,6 +32,10 @@
  *             as glibc spends it (heap_bytes), with mruby 3.1's iv_tbl for
  *             the same keys (16-byte header + 48-byte array) computed the
  *             same way, and each table's handle size (handle_bytes).
+ *   weak_hash u64 -> u32, sequential and multiplicative keys, 2^14 and 2^20
+ *             of them: khashlite with the identity as its hash (which the
+ *             table multiplies) against khl_hash_u64, vs_khash's operations
+ *             (KEYS_OP_ns).
  *   growth    u64 -> 448-bit insert of 2M keys without reserve (insert_ns),
  *             the most bytes held at any moment (peak_bytes: the worst
  *             moment of a rebuild), the keys the table held then
@@ -112,6 +116,13 @@ static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15U
 PEERS_KHL_TABLE(kn_u32, u32, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 
+/* A weak hash (workload weak_hash): the identity, not declared mixed, so
+ * the table multiplies it (khashlite.h, Hashing), beside khl_hash_u64, which
+ * is declared mixed; u64 keys to u32 values. */
+static inline uint64_t identity_u64(uint64_t x) { return x; }
+PEERS_KHL_TABLE(kw_u64, u64_u32, khl_hash_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
+PEERS_KHL_TABLE(ki_u64, u64_u32, identity_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
+
 /* The peers workload's (peers/suite_hash.h), declared mixed as the suite
  * declares them to boost (is_avalanching, bench/peers/flat.cpp), so that no
  * table mixes them further: fmix64 avalanches; FNV-1a's top bits barely
@@ -177,6 +188,14 @@ static const table_t suite_tables[N_TABLES] = {
     {"absl", "single", peers_absl_suite_ops},
     {"khash", "split3", khs_ops},
 };
+/* workload weak_hash's two, in the first two places (WEAK_TABLES). */
+static const peers_ops_t kw_ops[PEERS_N_BP] = {[PEERS_U64] = PEERS_OPS(kw_u64)};
+static const peers_ops_t ki_ops[PEERS_N_BP] = {[PEERS_U64] = PEERS_OPS(ki_u64)};
+static const table_t weak_tables[N_TABLES] = {
+    {"khashlite", "single", kw_ops},
+    {"khashlite_identity", "single", ki_ops},
+};
+#define WEAK_TABLES 3u
 #define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
 #define SEED_COST (1u << T_KHL_UNSEEDED)
 #define FLAT (1u << T_FLAT)
@@ -666,6 +685,42 @@ static void workload_vs_khash(const bench_opts_t *o, const size_t *sizes, int n_
     }
 }
 
+/* --- workload weak_hash ------------------------------------------------------ */
+
+/* Issue 22's weak hash: the identity on sequential and multiplicative u64
+ * keys, against khl_hash_u64, big_rep's four operations at sizes that fit
+ * in the caches and that do not (the identity's cost is the multiply the
+ * table adds; before the tables mixed undeclared hashes, its sequential
+ * keys all shared one tag and group: O(n) an operation). */
+static const int weak_kinds[2] = {KS_SEQ, KS_MULT};
+
+/* A pass over 2^14 keys in cache lasts 40-60 us, where one turn of another
+ * process weighs: three times the repetitions there. */
+static int weak_reps(const bench_opts_t *o, size_t n)
+{
+    return n <= ((size_t)1 << 16) ? 3 * o->reps : o->reps;
+}
+
+static void workload_weak_hash(const bench_opts_t *o, const size_t *sizes, int n_sizes, int *step,
+                               int total)
+{
+    for (int s = 0; s < n_sizes; ++s)
+        for (int i = 0; i < 2; ++i) {
+            char names[B_N_OPS][48];
+            const char *metrics[B_N_OPS];
+            keys_t k;
+            big_ctx_t c = {&k, 1};
+            for (int p = 0; p < B_N_OPS; ++p) {
+                snprintf(names[p], sizeof names[p], "%s_%s_ns", key_kind_names[weak_kinds[i]], b_ops[p]);
+                metrics[p] = names[p];
+            }
+            keys_or_exit(&k, KEY_U64, weak_kinds[i], sizes[s], 1);
+            run_rounds(o, weak_tables, "weak_hash", PEERS_U64, WEAK_TABLES, (long)sizes[s], o->warmup,
+                       weak_reps(o, sizes[s]), big_rep, &c, B_N_OPS, metrics, step, total, NULL);
+            keys_free(&k);
+        }
+}
+
 /* --- workload tiny ----------------------------------------------------------- */
 
 static void workload_tiny(const bench_opts_t *o, int *step, int total)
@@ -781,13 +836,14 @@ int main(int argc, char **argv)
 {
     bench_opts_t o;
     size_t peers_n[16] = {200000, 2000000}, big_n[2] = {1000000, 10000000}, growth_n = 2000000;
-    int n_peers = 2, n_big = 2, points = 20, step = 0, total;
+    size_t weak_n[2] = {(size_t)1 << 14, (size_t)1 << 20};
+    int n_peers = 2, n_big = 2, n_weak = 2, points = 20, step = 0, total;
 
     bench_parse(argc, argv, &o,
                 "program peers: khashlite against boost::unordered_flat_map, absl::flat_hash_map "
                 "and htslib's khash, in one process",
                 "  workloads: peers (200k, 2M), vs_khash (1M, 10M; lives of 16, 64), tiny "
-                "(n = 1..8), growth (2M)\n"
+                "(n = 1..8), growth (2M), weak_hash (2^14, 2^20)\n"
                 "  --quick: 20k / 50k keys; glibc only (--alloc is ignored)\n"
                 "  --sizes=N,...: the peers workload's N (its rows checked against the suite's)",
                 1);
@@ -796,7 +852,7 @@ int main(int argc, char **argv)
         peers_n[0] = 20000;
         big_n[0] = 50000;
         growth_n = 50000;
-        n_peers = n_big = 1;
+        n_peers = n_big = n_weak = 1;
     }
     if (o.n_sizes) {   /* each of the 20 points needs keys to time */
         n_peers = o.n_sizes;
@@ -804,6 +860,8 @@ int main(int argc, char **argv)
             peers_n[i] = (size_t)(o.sizes[i] < 1000 ? 1000 : o.sizes[i]);
     }
     total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
+    for (int s = 0; s < n_weak; ++s)
+        total += 2 * (o.warmup + weak_reps(&o, weak_n[s]));
     for (int s = 0; s < n_peers; ++s)
         total += PEERS_PROCESSES * peers_rounds(&o, peers_n[s]);
     for (int s = 0; s < n_big; ++s)
@@ -817,6 +875,8 @@ int main(int argc, char **argv)
         workload_tiny(&o, &step, total);
     if (bench_wanted(&o, "growth"))
         workload_growth(&o, growth_n, &step, total);
+    if (bench_wanted(&o, "weak_hash"))
+        workload_weak_hash(&o, weak_n, n_weak, &step, total);
     bench_progress("peers", step, total);
     if (o.out != stdout)
         fclose(o.out);
