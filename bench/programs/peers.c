@@ -27,7 +27,9 @@
  *             n, destroy) for n = 16 and 64 (KEYS_life_ns).  khashlite_unseeded
  *             (the integer hash without its seed) runs beside the 1M sets and
  *             the lives: what the seed costs.
- *   tiny      lives of n = 1..8 keys (life_ns), allocations per life
+ *   tiny      lives of n = 1..8 keys (life_ns; u64_life_ns and str16_life_ns:
+ *             random u64 keys to u32 and 16-char strings to u64, khashlite
+ *             and the flat array only), allocations per life
  *             (allocs_per_life), and the memory a table of 1..4 keys holds
  *             as glibc spends it (heap_bytes), with mruby 3.1's iv_tbl for
  *             the same keys (16-byte header + 48-byte array) computed the
@@ -168,6 +170,14 @@ static const peers_ops_t flat_ops[PEERS_N_BP] = PEERS_OPS3(fa_u32, fa_u64, fa_st
 static const peers_ops_t kh_ops[PEERS_N_BP] = PEERS_OPS3(kh_u32, kh_u64, kh_str);
 static const peers_ops_t khn_ops[PEERS_N_BP] = PEERS_OPS3(kn_u32, kn_u64, kl_str);
 
+/* Tiny tables of the other key types (workload tiny): u64 -> u32 and
+ * 16-character strings -> u64, khashlite and the flat array only. */
+PEERS_FLAT(fa_u64u32, u64_u32, PEERS_FLAT_EQ)
+static const peers_ops_t tiny_khl_ops[PEERS_N_BP] = {[PEERS_U64] = PEERS_OPS(kw_u64),
+                                                     [PEERS_STR] = PEERS_OPS(kl_str)};
+static const peers_ops_t tiny_flat_ops[PEERS_N_BP] = {[PEERS_U64] = PEERS_OPS(fa_u64u32),
+                                                      [PEERS_STR] = PEERS_OPS(fa_str)};
+
 /* khashlite_unseeded runs only where vs_khash asks for it (SEED_COST), the
  * flat array (CRuby's ar_table shape) only in tiny (FLAT). */
 enum { T_KHL, T_BOOST, T_ABSL, T_KHASH, T_KHL_UNSEEDED, T_FLAT, N_TABLES };
@@ -196,6 +206,10 @@ static const table_t weak_tables[N_TABLES] = {
     {"khashlite_identity", "single", ki_ops},
 };
 #define WEAK_TABLES 3u
+static const table_t tiny_key_tables[N_TABLES] = {
+    [T_KHL] = {"khashlite", "single", tiny_khl_ops},
+    [T_FLAT] = {"flat_array", "single", tiny_flat_ops},
+};
 #define ALL_TABLES ((1u << T_KHL_UNSEEDED) - 1)
 #define SEED_COST (1u << T_KHL_UNSEEDED)
 #define FLAT (1u << T_FLAT)
@@ -614,7 +628,7 @@ static void big_rep(const peers_ops_t *op, const char *table, void *ctx, double 
 #define POOL_MASK 65535u
 
 typedef struct life_ctx {
-    const uint32_t *pool;
+    const void *pool;   /* POOL_MASK + 1 keys of the blueprint's key type */
     size_t n, iters;
 } life_ctx_t;
 
@@ -723,6 +737,36 @@ static void workload_weak_hash(const bench_opts_t *o, const size_t *sizes, int n
 
 /* --- workload tiny ----------------------------------------------------------- */
 
+/* A table's counted lives of 1..8 keys from pool (allocations per life,
+ * PREFIX"allocs_per_life") and the heap of a table of 1..4 of them
+ * (PREFIX"heap_bytes"): untimed passes through peers_malloc. */
+static void tiny_counts(const bench_opts_t *o, const table_t *tb, int bp, const void *pool,
+                        const char *prefix)
+{
+    const peers_ops_t *op = &tb->ops[bp];
+    const char *al = bench_allocator(o);
+    char metric[48];
+    for (size_t n = 1; n <= 8; ++n) {
+        peers_count_t cnt = {0};
+        void *h;
+        peers_counting = &cnt;
+        if (op->life(pool, POOL_MASK, n, 1) == UINT64_MAX)
+            peers_oom("life");
+        snprintf(metric, sizeof metric, "%sallocs_per_life", prefix);
+        bench_value(o, "tiny", tb->name, tb->layout, al, (long)n, metric, (double)cnt.allocs);
+        if (n <= 4) {
+            memset(&cnt, 0, sizeof cnt);
+            h = op->create();   /* the handle itself is not counted */
+            if (!h || op->put(h, pool, 0, n) != (long)n)
+                peers_oom("tiny table");
+            snprintf(metric, sizeof metric, "%sheap_bytes", prefix);
+            bench_value(o, "tiny", tb->name, tb->layout, al, (long)n, metric, (double)cnt.live);
+            op->destroy(h);
+        }
+        peers_counting = NULL;
+    }
+}
+
 static void workload_tiny(const bench_opts_t *o, int *step, int total)
 {
     static uint32_t pool[POOL_MASK + 1];
@@ -734,32 +778,30 @@ static void workload_tiny(const bench_opts_t *o, int *step, int total)
         run_rounds(o, own_tables, "tiny", PEERS_U32, ALL_TABLES | FLAT, (long)n, o->warmup, o->reps,
                    life_rep, &c, 1, &metric, step, total, NULL);
     }
-    /* Untimed, counted passes. */
     for (int t = 0; t < N_TABLES; ++t) {
         if (t == T_KHL_UNSEEDED)
             continue;
-        const peers_ops_t *op = &own_tables[t].ops[PEERS_U32];
         bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, 0, "handle_bytes",
-                    (double)op->handle_bytes);
+                    (double)own_tables[t].ops[PEERS_U32].handle_bytes);
+        tiny_counts(o, &own_tables[t], PEERS_U32, pool, "");
+    }
+    /* Any key type (issue 20): random u64 and string keys, against the flat
+     * array, whose string scan is a strcmp a key. */
+    for (int bp = PEERS_U64; bp <= PEERS_STR; ++bp) {
+        char name[48], prefix[16];
+        const char *m = name;
+        keys_t k;
+        keys_or_exit(&k, bp == PEERS_U64 ? KEY_U64 : KEY_STR, KS_RAND, POOL_MASK + 1, 0);
+        snprintf(prefix, sizeof prefix, "%s_", key_type_names[bp]);
+        snprintf(name, sizeof name, "%slife_ns", prefix);
         for (size_t n = 1; n <= 8; ++n) {
-            peers_count_t cnt = {0};
-            void *h;
-            peers_counting = &cnt;
-            if (op->life(pool, POOL_MASK, n, 1) == UINT64_MAX)
-                peers_oom("life");
-            bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, (long)n,
-                        "allocs_per_life", (double)cnt.allocs);
-            if (n <= 4) {
-                memset(&cnt, 0, sizeof cnt);
-                h = op->create();   /* the handle itself is not counted */
-                if (!h || op->put(h, pool, 0, n) != (long)n)
-                    peers_oom("tiny table");
-                bench_value(o, "tiny", own_tables[t].name, own_tables[t].layout, al, (long)n,
-                            "heap_bytes", (double)cnt.live);
-                op->destroy(h);
-            }
-            peers_counting = NULL;
+            life_ctx_t c = {k.hit, n, life_iters(o, n)};
+            run_rounds(o, tiny_key_tables, "tiny", bp, (1u << T_KHL) | FLAT, (long)n, o->warmup, o->reps,
+                       life_rep, &c, 1, &m, step, total, NULL);
         }
+        tiny_counts(o, &tiny_key_tables[T_KHL], bp, k.hit, prefix);
+        tiny_counts(o, &tiny_key_tables[T_FLAT], bp, k.hit, prefix);
+        keys_free(&k);
     }
     /* mruby 3.1-3.4 iv_tbl holding 1..4 ivars: a 16-byte header and one
      * 48-byte block (4 x 8-byte values, 4 x 4-byte symbols), as glibc spends
@@ -859,7 +901,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_peers; ++i)
             peers_n[i] = (size_t)(o.sizes[i] < 1000 ? 1000 : o.sizes[i]);
     }
-    total = (o.warmup + o.reps) * (4 + 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
+    total = (o.warmup + o.reps) * (4 + 3 * 8) + warmup_for(&o, growth_n) + reps_for(&o, growth_n);
     for (int s = 0; s < n_weak; ++s)
         total += 2 * (o.warmup + weak_reps(&o, weak_n[s]));
     for (int s = 0; s < n_peers; ++s)

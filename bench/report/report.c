@@ -1388,12 +1388,54 @@ static void v2_tiny(FILE *o)
         fputc('.', o);
     }
     fputc('\n', o);
-    char what[96];
+    /* Any key type: u64 -> u32 and string -> u64, against the flat array. */
+    static const char *const others[] = {"u64", "str16"};
+    double worst_other = NAN, worst_other_bytes = NAN;
+    long worst_other_n = 0;
+    const char *worst_other_key = "";
+    if (!isnan(v2("tiny", "khashlite", 1, "u64_life_ns_over_flat"))) {
+        fprintf(o, "\nOther key types, random: u64 -> u32 and 16-character strings -> u64 (whose "
+                   "flat array compares with strcmp). khashlite's life over the flat array's (paired, "
+                   "as above), its allocations per life, n = 1..8, and the heap of a table of 1..4 "
+                   "keys, khashlite / flat array:\n\n| keys | life ratio | allocs per life | heap "
+                   "bytes |\n|---|---|---|---|\n");
+        for (int k = 0; k < 2; ++k) {
+            char m[48];
+            fprintf(o, "| %s |", others[k]);
+            snprintf(m, sizeof m, "%s_life_ns_over_flat", others[k]);
+            for (long n = 1; n <= 8; ++n) {
+                double f = v2("tiny", "khashlite", n, m);
+                fprintf(o, " %.2f", f);
+                if (!isnan(f) && (isnan(worst_other) || f > worst_other)) {
+                    worst_other = f;
+                    worst_other_n = n;
+                    worst_other_key = others[k];
+                }
+            }
+            fprintf(o, " |");
+            snprintf(m, sizeof m, "%s_allocs_per_life", others[k]);
+            for (long n = 1; n <= 8; ++n)
+                fprintf(o, " %.0f", v2("tiny", "khashlite", n, m));
+            snprintf(m, sizeof m, "%s_heap_bytes", others[k]);
+            for (long n = 1; n <= 4; ++n) {
+                double b = v2("tiny", "khashlite", n, m);
+                if (!isnan(b) && (isnan(worst_other_bytes) || b > worst_other_bytes))
+                    worst_other_bytes = b;
+            }
+            fprintf(o, " | %.0f / %.0f |\n", v2("tiny", "khashlite", 4, m), v2("tiny", "flat_array", 4, m));
+        }
+    }
+    char what[128];
     fprintf(o, "\n| target | measured | wanted | |\n|---|---|---|---|\n");
     snprintf(what, sizeof what, "T3 life on glibc: khashlite / flat array%s, n = 1..8, most (n = %ld)",
              paired ? " (paired)" : "", worst_flat_n);
     target(o, what, worst_flat, 1.5, 0, "x");
     target(o, "T3 heap bytes of a 1..4-key table on glibc, most", worst_bytes, 96, 0, " B");
+    snprintf(what, sizeof what, "T3 life on glibc, u64 and string keys: khashlite / flat array "
+             "(paired), n = 1..8, most (%s, n = %ld)", worst_other_key, worst_other_n);
+    target(o, what, worst_other, 1.5, 0, "x");
+    target(o, "T3 heap bytes of a 1..4-key table on glibc, u64 and string keys, most",
+           worst_other_bytes, 96, 0, " B");
     target(o, "T3 allocations per life, n = 1..8, most", worst_allocs, 1, 0, "");
     target(o, "T3 allocations per life, n = 1..8, fewest", least_allocs, 1, 1, "");
     target(o, "T3 life of 8 keys: khashlite / boost",
