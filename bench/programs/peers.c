@@ -205,7 +205,7 @@ static const table_t weak_tables[N_TABLES] = {
     {"khashlite", "single", kw_ops},
     {"khashlite_identity", "single", ki_ops},
 };
-#define WEAK_TABLES 3u
+#define WEAK_TABLES ((1u << 0) | (1u << 1))
 static const table_t tiny_key_tables[N_TABLES] = {
     [T_KHL] = {"khashlite", "single", tiny_khl_ops},
     [T_FLAT] = {"flat_array", "single", tiny_flat_ops},
