@@ -1300,10 +1300,10 @@ static void v2_weak_hash(FILE *o)
                 char m[48];
                 snprintf(m, sizeof m, "%s_%s_ns", kinds[k], ops[p]);
                 double a = v2("weak_hash", "khashlite", ns[s], m),
-                       b = v2("weak_hash", "khashlite_identity", ns[s], m);
-                fprintf(o, "| %ld | %s | %s | %.1f | %.1f | %.2f |\n", ns[s], kinds[k], ops[p], a, b, b / a);
-                if (k == 0 && !isnan(b / a) && !(b / a <= worst)) {
-                    worst = b / a;
+                       b = v2("weak_hash", "khashlite_identity", ns[s], m), r = b / a;
+                fprintf(o, "| %ld | %s | %s | %.1f | %.1f | %.2f |\n", ns[s], kinds[k], ops[p], a, b, r);
+                if (k == 0 && !isnan(r) && (isnan(worst) || r > worst)) {
+                    worst = r;
                     snprintf(worst_row, sizeof worst_row, "n=%ld %s", ns[s], ops[p]);
                 }
             }
