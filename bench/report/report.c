@@ -205,6 +205,25 @@ static double val(const char *w, const char *t, const char *l, const char *a, lo
 
 static void cell(FILE *o, double v, const char *fmt);
 
+/* The extremes of a series that may have holes (NAN: not measured).  *most
+ * (or *least) starts at NAN and takes v when v is a number beyond it: 1
+ * then, so that the caller can note which row it came from. */
+static int keep_most(double *most, double v)
+{
+    if (isnan(v) || !(isnan(*most) || v > *most))
+        return 0;
+    *most = v;
+    return 1;
+}
+
+static int keep_least(double *least, double v)
+{
+    if (isnan(v) || !(isnan(*least) || v < *least))
+        return 0;
+    *least = v;
+    return 1;
+}
+
 static const char *allocators[] = {"glibc", "tcmalloc", "jemalloc", "mimalloc", "khl_pool"};
 #define N_ALLOC 5
 static const long churn_n[] = {0, 1, 2, 4, 8, 16, 32, 64};
@@ -438,8 +457,7 @@ static void mruby_section(FILE *o)
                      r->n, r->allocator);
             target(o, what, ratio, pool ? 0.95 : 0.97, 0, "x");
         }
-        if (!strcmp(r->allocator, "glibc") && (isnan(worst) || ratio > worst)) {
-            worst = ratio;
+        if (!strcmp(r->allocator, "glibc") && keep_most(&worst, ratio)) {
             worst_name = r->table;
         }
     }
@@ -470,8 +488,7 @@ static void mruby_section(FILE *o)
     worst = NAN;
     for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
         double r = val("mruby_run", mruby_scripts[i], "khl", "glibc", -1, "ratio_vs_stock");
-        if (!isnan(r) && (isnan(worst) || r < worst)) {
-            worst = r;
+        if (keep_least(&worst, r)) {
             worst_name = mruby_scripts[i];
         }
     }
@@ -532,8 +549,7 @@ static void mruby_pool_section(FILE *o)
         for (size_t i = 0; i < N_MRUBY_SCRIPTS; ++i) {
             const row_t *r;
             double ratio = mruby_pool_ratio(mruby_scripts[i], layouts[l], &r);
-            if (!isnan(ratio) && (isnan(worst) || ratio < worst)) {
-                worst = ratio;
+            if (keep_least(&worst, ratio)) {
                 worst_name = mruby_scripts[i];
             }
         }
@@ -600,8 +616,7 @@ static void targets(FILE *o)
     double worst_allocs = NAN;
     for (int i = 1; i < N_CHURN; ++i) {
         double v = val("churn_int_reserve", "khashlite", "single", "glibc", churn_n[i], "allocs_per_lifecycle");
-        if (!isnan(v) && (isnan(worst_allocs) || v > worst_allocs))
-            worst_allocs = v;
+        keep_most(&worst_allocs, v);
     }
     target(o, "churn with reserve: allocations per lifecycle (n ≥ 1, worst)", worst_allocs, 1, 0, "");
     target(o, "many n=8 glibc: single bytes / split3 bytes (RSS)",
@@ -611,8 +626,7 @@ static void targets(FILE *o)
     for (int i = 1; i < N_CHURN && churn_n[i] <= 16; ++i) {
         double r = val("churn_int", "khashlite", "single", "khl_pool", churn_n[i],
                        "malloc_over_pool_same_process");
-        if (!isnan(r) && (isnan(worst_pool) || r < worst_pool))
-            worst_pool = r;
+        keep_least(&worst_pool, r);
     }
     target(o, "churn n ≤ 16: single on glibc / on khl_pool, same process (worst n)", worst_pool, 1.3, 1, "x");
     static const char *ops[] = {"insert", "get_hit", "get_miss", "erase", "iterate"};
@@ -665,8 +679,8 @@ static void targets(FILE *o)
         const row_t *r = &rows[i];
         if (strcmp(r->workload, "seed_latency") || strcmp(r->allocator, "khl_pool_reserved"))
             continue;
-        if (!strcmp(r->metric, "p999_ns") && (isnan(worst_p999) || r->median > worst_p999))
-            worst_p999 = r->median;
+        if (!strcmp(r->metric, "p999_ns"))
+            keep_most(&worst_p999, r->median);
         if (!strcmp(r->metric, "spike_indices_repeat"))
             spikes = (isnan(spikes) ? 0 : spikes) + r->median;
     }
@@ -956,8 +970,7 @@ static void seeds_side_by_side(FILE *o)
     }
     for (int i = 0; i < 4; ++i) {
         double v = seed_val("seed_fastmm", FASTMM_PUBLISHED, mallocs[i], -1, "seconds");
-        if (!isnan(v) && (isnan(best) || v < best))
-            best = v;
+        keep_least(&best, v);
     }
     double inl = seed_val("seed_fastmm", FASTMM_PUBLISHED, "khl_pool_inline", -1, "seconds");
     double mutex = seed_val("seed_fastmm", FASTMM_PUBLISHED, "khl_pool_mutex", -1, "seconds");
@@ -1134,8 +1147,8 @@ static void v2_peers(FILE *o)
                 snprintf(m, sizeof m, "%s_%s_ns", bps[b], ops[k]);
                 for (int t = 0; t < N_V2; ++t) {
                     v[t] = v2("peers", v2_tables[t], ns[s], m);
-                    if (t && !isnan(v[t]) && (isnan(best) || v[t] < best))
-                        best = v[t];
+                    if (t)
+                        keep_least(&best, v[t]);
                 }
                 if (isnan(v[0]))
                     continue;
@@ -1150,13 +1163,11 @@ static void v2_peers(FILE *o)
                 first += v[0] <= best;
                 /* Iteration is held to boost's (below): ankerl-style tables
                  * iterate a dense vector, no open-addressing table does. */
-                if (k != 6 && (isnan(worst) || v[0] / best > worst)) {
-                    worst = v[0] / best;
+                if (k != 6 && keep_most(&worst, v[0] / best)) {
                     snprintf(worst_row, sizeof worst_row, "%s N=%ld %s", bps[b], ns[s], ops[k]);
                 }
                 double bo = v[1];
-                if (k == 6 && !isnan(bo) && (isnan(worst_it) || v[0] / bo > worst_it)) {
-                    worst_it = v[0] / bo;
+                if (k == 6 && keep_most(&worst_it, v[0] / bo)) {
                     snprintf(worst_it_row, sizeof worst_it_row, "%s N=%ld", bps[b], ns[s]);
                 }
             }
@@ -1207,8 +1218,8 @@ static void v2_seed_cost(FILE *o, const long *ns, int nn, const long *ls, int nl
                 if (isnan(a) || isnan(b))
                     continue;
                 fprintf(o, "| %ld | %s | %.1f | %.1f | %.2f |\n", n, m, a, b, a / b);
-                lo = isnan(lo) || a / b < lo ? a / b : lo;
-                hi = isnan(hi) || a / b > hi ? a / b : hi;
+                keep_least(&lo, a / b);
+                keep_most(&hi, a / b);
             }
     if (!isnan(lo))
         fprintf(o, "\nSeeded / unseeded ranges from %.2f to %.2f over these rows: compare with the "
@@ -1302,8 +1313,7 @@ static void v2_weak_hash(FILE *o)
                 double a = v2("weak_hash", "khashlite", ns[s], m),
                        b = v2("weak_hash", "khashlite_identity", ns[s], m), r = b / a;
                 fprintf(o, "| %ld | %s | %s | %.1f | %.1f | %.2f |\n", ns[s], kinds[k], ops[p], a, b, r);
-                if (k == 0 && !isnan(r) && (isnan(worst) || r > worst)) {
-                    worst = r;
+                if (k == 0 && keep_most(&worst, r)) {
                     snprintf(worst_row, sizeof worst_row, "n=%ld %s", ns[s], ops[p]);
                 }
             }
@@ -1349,26 +1359,20 @@ static void v2_tiny(FILE *o)
         }
         fputc('\n', o);
         double a = v2("tiny", "khashlite", n, "allocs_per_life");
-        if (!isnan(a)) {
-            worst_allocs = isnan(worst_allocs) || a > worst_allocs ? a : worst_allocs;
-            least_allocs = isnan(least_allocs) || a < least_allocs ? a : least_allocs;
-        }
+        keep_most(&worst_allocs, a);
+        keep_least(&least_allocs, a);
         double f = v2("tiny", "khashlite", n, "life_ns_over_flat");
         if (isnan(f)) {   /* a run from before the paired ratio: the medians' */
             f = v2("tiny", "khashlite", n, "life_ns") / v2("tiny", "flat_array", n, "life_ns");
         } else {
             paired = 1;
         }
-        if (!isnan(f) && (isnan(worst_flat) || f > worst_flat)) {
-            worst_flat = f;
+        if (keep_most(&worst_flat, f))
             worst_flat_n = n;
-        }
         double b = n <= 4 ? v2("tiny", "khashlite", n, "heap_bytes") : NAN;
         double m = n <= 4 ? v2("tiny", "mruby_iv_tbl", n, "heap_bytes") : NAN;
-        if (!isnan(b) && (isnan(worst_bytes) || b > worst_bytes))
-            worst_bytes = b;
-        if (!isnan(m) && (isnan(iv) || m < iv))
-            iv = m;
+        keep_most(&worst_bytes, b);
+        keep_least(&iv, m);
     }
     fprintf(o, "\nHandle bytes (held by the caller, not on the heap): khashlite %.0f, boost %.0f, "
                "absl %.0f, khash %.0f (a pointer to its heap header), mruby iv_tbl %.0f.\n",
@@ -1406,8 +1410,7 @@ static void v2_tiny(FILE *o)
             for (long n = 1; n <= 8; ++n) {
                 double f = v2("tiny", "khashlite", n, m);
                 fprintf(o, " %.2f", f);
-                if (!isnan(f) && (isnan(worst_other) || f > worst_other)) {
-                    worst_other = f;
+                if (keep_most(&worst_other, f)) {
                     worst_other_n = n;
                     worst_other_key = others[k];
                 }
@@ -1419,8 +1422,7 @@ static void v2_tiny(FILE *o)
             snprintf(m, sizeof m, "%s_heap_bytes", others[k]);
             for (long n = 1; n <= 4; ++n) {
                 double b = v2("tiny", "khashlite", n, m);
-                if (!isnan(b) && (isnan(worst_other_bytes) || b > worst_other_bytes))
-                    worst_other_bytes = b;
+                keep_most(&worst_other_bytes, b);
             }
             fprintf(o, " | %.0f / %.0f |\n", v2("tiny", "khashlite", 4, m), v2("tiny", "flat_array", 4, m));
         }
