@@ -4,8 +4,9 @@
  * a list of free blocks it may hand out without the lock.  Records belong
  * to the thread, never to the pool, so a pool can die while threads live:
  * destroy marks their records dead (under the registry lock) and the owners
- * free them on their next miss or at exit.  Thread exit gives live records
- * back to their pools.  Lock order: the registry lock, then a pool's lock.
+ * free them when they next make a record, or at exit.  Thread exit gives
+ * live records back to their pools.  Lock order: the registry lock, then a
+ * pool's lock.
  */
 #define _GNU_SOURCE 1   /* adaptive mutexes */
 
@@ -13,7 +14,13 @@
 
 #include <stdlib.h>
 
+/* Adaptive where glibc has it, as the pools' locks (lock_init): threads a
+ * program starts together meet here at their first allocation. */
+#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
+static pthread_mutex_t registry_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+#else
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;        /* runs thread_exit on the thread's records */
 static int exit_key_ok;
@@ -235,43 +242,60 @@ void khl_i_threads_detach(khl_pool_t *p)
     pthread_mutex_destroy(&p->lock);
 }
 
+/* A new record for p, not yet linked anywhere; NULL without memory.
+ * Cache-line aligned: threads' records must not share lines. */
+static thread_cache_t *record_new(khl_pool_t *p)
+{
+    size_t bytes = (sizeof(thread_cache_t) + p->ncls * sizeof(khl_pool_class_cache_t) + 63) & ~(size_t)63;
+    thread_cache_t *e = (thread_cache_t *)aligned_alloc(64, bytes);
+    unsigned i;
+    if (!e)
+        return NULL;
+    memset(e, 0, bytes);
+    for (i = 0; i < p->ncls; i++)
+        e->c[i].flush_at = p->cls[i].batch;
+    e->pool = p;
+    e->head.gen = p->hot.gen;
+    return e;
+}
+
 /* This thread's record for p, created on first use; NULL when it cannot be
- * made (the caller then takes the locked path). */
+ * made (the caller then takes the locked path).  The thread's list is its
+ * own, and a generation names one pool for ever, so the search takes no
+ * lock; nor does making a record, whose allocation and first touch (a
+ * page fault, a new thread's first malloc) would otherwise hold the
+ * registry lock while the threads a program starts together all wait for
+ * it.  A thread that sleeps there may be woken onto its waker's core and
+ * share it for milliseconds: two threads started together on one
+ * thread-safe pool ran 4-12 ms longer than their CPU time in 12 of 16
+ * runs of a 13-20 ms loop, swapping cores on the way (docs/pool.md). */
 static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 {
     thread_cache_t *e;
     pthread_once(&registry_once, key_init);
     if (!exit_key_ok)
         return NULL;
+    for (e = my_caches; e; e = e->tl_next)
+        if (cache_is_for(e, p)) {
+            khl_pool_i_last_cache = &e->head;
+            return e;
+        }
+    e = record_new(p);
     pthread_mutex_lock(&registry_lock);
     purge_dead();
-    for (e = my_caches; e; e = e->tl_next)
-        if (cache_is_for(e, p))
-            break;
-    if (!e) {
-        /* Cache-line aligned: threads' records must not share lines. */
-        size_t bytes = (sizeof *e + p->ncls * sizeof(khl_pool_class_cache_t) + 63) & ~(size_t)63;
-        e = (thread_cache_t *)aligned_alloc(64, bytes);
-        if (e) {
-            unsigned i;
-            memset(e, 0, bytes);
-            for (i = 0; i < p->ncls; i++)
-                e->c[i].flush_at = p->cls[i].batch;
-            e->pool = p;
-            e->head.gen = p->hot.gen;
-            e->tl_next = my_caches;
-            if (pthread_setspecific(exit_key, e) != 0) {
-                free(e);
-                e = NULL;
-            } else {
-                my_caches = e;
-                pthread_mutex_lock(&p->lock);
-                e->next = p->threads;
-                if (p->threads)
-                    p->threads->prev = e;
-                p->threads = e;
-                pthread_mutex_unlock(&p->lock);
-            }
+    if (e) {
+        e->tl_next = my_caches;
+        if (pthread_setspecific(exit_key, e) != 0) {
+            free(e);
+            e = NULL;
+        } else {
+            my_caches = e;
+            pthread_mutex_lock(&p->lock);
+            e->next = p->threads;
+            if (p->threads)
+                p->threads->prev = e;
+            p->threads = e;
+            pthread_mutex_unlock(&p->lock);
         }
     }
     khl_pool_i_last_cache = e ? &e->head : &no_record;
@@ -336,9 +360,9 @@ static int run_step(khl_pool_t *p, khl_pool_class_cache_t *t)
 }
 
 /* Blocks of class ci for e, with the lock: the batches of exited threads,
- * as many as fill half of what the thread may keep (a thread starting
- * on a pool whose threads come and go takes the lock a few times, not once
- * a batch, while the others take theirs), else up to a batch of loose
+ * up to REFILL_CHAINS of them and no more than fill half of what the
+ * thread may keep (a thread starting on a pool whose threads come and go
+ * takes the lock a few times, not once a batch), else up to a batch of loose
  * blocks left by exited threads
  * or locked paths, else every never-used slot of the class's current chunk
  * (taking at most one chunk from the system), its pages faulted as far as
@@ -363,7 +387,8 @@ static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned c
     } else if ((b = khl_i_take_chain(p, ci)) != NULL) {
         t->alloc = *(void **)b;
         n = c->batch;
-        while (e->kept + bytes <= p->keep_bytes / 2 && (more = khl_i_take_chain(p, ci)) != NULL) {
+        while (n < REFILL_CHAINS * c->batch && e->kept + bytes <= p->keep_bytes / 2 &&
+               (more = khl_i_take_chain(p, ci)) != NULL) {
             ((void **)more)[1] = t->stash;
             t->stash = more;
             e->kept += bytes;

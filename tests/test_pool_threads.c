@@ -267,22 +267,34 @@ static void *free_batches_and_exit(void *arg)
 }
 
 /* A thread starting on a pool whose threads come and go takes the exited
- * threads' batches in one refill, up to half its thread_keep_bytes, not one
- * batch per trip through the lock. */
-Test(pool_threads, a_new_thread_takes_exited_threads_batches_at_once)
+ * threads' batches REFILL_CHAINS at a time, not one batch per trip through
+ * the lock, and not all at once either: each is a cold line read under the
+ * lock, and a long hold puts the threads starting beside it to sleep. */
+Test(pool_threads, a_new_thread_takes_exited_threads_batches_a_few_at_a_time)
 {
     khl_pool_t *p = pt_pool(0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, free_batches_and_exit, p), 0);
     pthread_join(t, NULL);
-    void *x = khl_pool_alloc(p, 64);   /* this thread's first: a refill */
-    cr_assert_not_null(x);
+    unsigned ci = class_of(64);
+    size_t batch = p->cls[ci].batch, batch_bytes = batch * p->cls[ci].size, chunks = p->nchunks;
+    /* 2000 / 128: 15 full batches.  The first refill takes REFILL_CHAINS,
+     * one to allocate from; the blocks of the others wait in the pool. */
+    cr_assert_eq(2000 / batch, 15);
+    static void *b[2000];
+    b[0] = khl_pool_alloc(p, 64);   /* this thread's first: a refill */
+    cr_assert_not_null(b[0]);
     const thread_cache_t *e = khl_i_own_cache(p);
     cr_assert_not_null(e);
-    size_t batch_bytes = p->cls[class_of(64)].batch * p->cls[class_of(64)].size;
-    /* 2000 / 128: 15 full batches, one to allocate from, 14 kept. */
-    cr_assert_eq(e->kept, 14 * batch_bytes, "kept %zu bytes, %zu a batch", e->kept, batch_bytes);
-    khl_pool_free(p, x, 64);
+    cr_assert_eq(e->kept, (REFILL_CHAINS - 1) * batch_bytes, "kept %zu bytes, %zu a batch", e->kept,
+                 batch_bytes);
+    /* The second takes the other 7: every full batch reused, no chunk more. */
+    for (size_t i = 1; i < 15 * batch; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 64));
+    cr_assert_null(p->cls[ci].batches);
+    cr_assert_eq(p->nchunks, chunks);
+    for (size_t i = 0; i < 15 * batch; i++)
+        khl_pool_free(p, b[i], 64);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_destroy(p);
 }

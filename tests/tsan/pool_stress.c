@@ -11,9 +11,15 @@
  * with the default thread_keep_bytes, and with 1, so that every batch a
  * thread fills is published and taken by another thread.  Odd tags take
  * the inline paths of khl_pool_inline.h, compiled into this program, so
- * they read the library's thread records as a program does.  Exit status 0
- * when every pattern held and the pool ends empty both times. */
+ * they read the library's thread records as a program does.  Then threads
+ * switch between two pools on every block, so that each switch finds the
+ * thread's record without a lock, while between two phases one of the
+ * pools is destroyed and another made (the threads' records of the old one
+ * dead, found in their lists and freed when they make the next).  Exit
+ * status 0 when every pattern held and every pool ends empty. */
+#define _POSIX_C_SOURCE 200809L   /* pthread barriers under -std=c11 */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +201,84 @@ static void run(size_t keep)
            failures ? "FAILED" : "ok");
 }
 
+/* Pool switching: each thread allocates from and frees into two pools in
+ * turn, SWITCHES blocks in all, in each of two phases; between them the
+ * main thread replaces the second pool while the threads wait. */
+#define SWITCHES 4000
+static khl_pool_t *pair[2];
+static pthread_barrier_t phase;
+
+static void *switcher(void *arg)
+{
+    unsigned tag = (unsigned)(uintptr_t)arg;
+    for (int ph = 0; ph < 2; ++ph) {
+        for (int i = 0; i < SWITCHES; ++i, ++tag) {
+            khl_pool_t *p = pair[i & 1];
+            size_t n = 16 + (tag % 200);
+            unsigned char *b = i % 3 ? khl_pool_alloc(p, n) : khl_pool_alloc_inline(p, n);
+            if (!b) {
+                fail("switch: no block", tag);
+                continue;
+            }
+            memset(b, (int)(tag & 0xff), n);
+            if (b[n - 1] != (unsigned char)(tag & 0xff))
+                fail("switch: a block lost its contents", tag);
+            khl_pool_free(p, b, n);
+        }
+        pthread_barrier_wait(&phase);   /* the main thread replaces pair[1] */
+        pthread_barrier_wait(&phase);
+    }
+    return NULL;
+}
+
+static int empty(khl_pool_t *p, const char *which)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    if (khl_pool_check(p) == 0 && s.in_use_bytes == 0 && s.allocs == s.frees)
+        return 1;
+    fprintf(stderr, "pool_stress: switching: %s pool: %zu bytes in use\n", which, s.in_use_bytes);
+    return 0;
+}
+
+static void run_switching(void)
+{
+    khl_pool_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.thread_safe = 1;
+    pair[0] = khl_pool_new(&opt);
+    pair[1] = khl_pool_new(&opt);
+    if (!pair[0] || !pair[1]) {
+        fputs("pool_stress: no pool\n", stderr);
+        failures++;
+        return;
+    }
+    pthread_t t[THREADS];
+    pthread_barrier_init(&phase, NULL, THREADS + 1);
+    for (size_t i = 0; i < THREADS; ++i)
+        pthread_create(&t[i], NULL, switcher, (void *)(uintptr_t)(i * 1000003u));
+    for (int ph = 0; ph < 2; ++ph) {
+        pthread_barrier_wait(&phase);
+        if (ph == 0) {
+            failures += !empty(pair[1], "replaced");
+            khl_pool_destroy(pair[1]);
+            if (!(pair[1] = khl_pool_new(&opt))) {
+                fputs("pool_stress: no pool\n", stderr);
+                exit(1);
+            }
+        }
+        pthread_barrier_wait(&phase);
+    }
+    for (size_t i = 0; i < THREADS; ++i)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&phase);
+    failures += !empty(pair[0], "first") + !empty(pair[1], "second");
+    khl_pool_destroy(pair[0]);
+    khl_pool_destroy(pair[1]);
+    printf("pool_stress: %d threads switching pools on every block, one replaced: %s\n", THREADS,
+           failures ? "FAILED" : "ok");
+}
+
 int main(void)
 {
     for (size_t i = 0; i < THREADS; ++i) {
@@ -203,5 +287,6 @@ int main(void)
     }
     run(0);
     run(1);
+    run_switching();
     return failures != 0;
 }
