@@ -69,11 +69,13 @@
  * hold at most thread_keep_bytes (default 2 MiB), else publishes it on the
  * class's lock-free stack with one compare-and-swap.  An empty cache takes
  * a batch it kept (no atomic), else every published batch at once (one
- * atomic exchange), and only then takes the pool's lock for loose blocks
- * or never-used slots.  Blocks may be freed by any thread: a block freed
- * by another thread than the one that allocated it simply joins the
- * freeing thread's cache.  A thread's cache goes back to the pool when the
- * thread exits; a destroyed pool's caches are simply forgotten.
+ * atomic exchange), and only then takes the pool's lock for the batches
+ * exited threads left (8 at most a time, so that the lock is held for
+ * microseconds), loose blocks or never-used slots.  Blocks may be freed by
+ * any thread: a block freed by another thread than the one that allocated
+ * it simply joins the freeing thread's cache.  A thread's cache goes back
+ * to the pool when the thread exits; a destroyed pool's caches are simply
+ * forgotten.
  *
  * Every failure is reported (NULL or -1, the pool unchanged); misuse is
  * undefined as with free() unless the pool was created with checked = 1,
