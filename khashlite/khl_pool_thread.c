@@ -262,13 +262,13 @@ static thread_cache_t *record_new(khl_pool_t *p)
 /* This thread's record for p, created on first use; NULL when it cannot be
  * made (the caller then takes the locked path).  The thread's list is its
  * own, and a generation names one pool for ever, so the search takes no
- * lock; nor does making a record, whose allocation and first touch (a
- * page fault, a new thread's first malloc) would otherwise hold the
- * registry lock while the threads a program starts together all wait for
- * it.  A thread that sleeps there may be woken onto its waker's core and
- * share it for milliseconds: two threads started together on one
- * thread-safe pool ran 4-12 ms longer than their CPU time in 12 of 16
- * runs of a 13-20 ms loop, swapping cores on the way (docs/pool.md). */
+ * lock; nor does making a record (a new thread's first malloc, its first
+ * touch), so that the registry lock, which the threads a program starts
+ * together all take here, is held for a few stores.  A thread that sleeps
+ * on it may be woken onto its waker's core and share it for milliseconds:
+ * two threads started together on one thread-safe pool ran 4-12 ms longer
+ * than their CPU time in 12 of 16 runs of a 13-20 ms loop, swapping cores
+ * on the way (docs/pool.md). */
 static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 {
     thread_cache_t *e;
