@@ -275,11 +275,10 @@ static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
     pthread_once(&registry_once, key_init);
     if (!exit_key_ok)
         return NULL;
-    for (e = my_caches; e; e = e->tl_next)
-        if (cache_is_for(e, p)) {
-            khl_pool_i_last_cache = &e->head;
-            return e;
-        }
+    if ((e = khl_i_own_cache(p)) != NULL) {
+        khl_pool_i_last_cache = &e->head;
+        return e;
+    }
     e = record_new(p);
     pthread_mutex_lock(&registry_lock);
     purge_dead();
