@@ -150,6 +150,18 @@ static void *consumer(void *arg)
     return NULL;
 }
 
+/* 1 when p checks out and holds no block; else 0, said on stderr. */
+static int empty(khl_pool_t *p, const char *which)
+{
+    khl_pool_stats_t s;
+    khl_pool_stats(p, &s);
+    if (khl_pool_check(p) == 0 && s.in_use_bytes == 0 && s.allocs == s.frees)
+        return 1;
+    fprintf(stderr, "pool_stress: %s pool: %zu bytes still in use, %llu allocs vs %llu frees\n", which,
+            s.in_use_bytes, (unsigned long long)s.allocs, (unsigned long long)s.frees);
+    return 0;
+}
+
 /* One run on a new pool; failures counts what went wrong. */
 static void run(size_t keep)
 {
@@ -183,14 +195,8 @@ static void run(size_t keep)
     for (size_t i = 0; i < THREADS; ++i)
         pthread_join(cons[i], NULL);
     khl_pool_stats_t s;
-    if (khl_pool_check(pool) != 0)
-        failures++;
+    failures += !empty(pool, "shared");
     khl_pool_stats(pool, &s);
-    if (s.in_use_bytes != 0 || s.allocs != s.frees) {
-        fprintf(stderr, "pool_stress: %zu bytes still in use, %llu allocs vs %llu frees\n",
-                s.in_use_bytes, (unsigned long long)s.allocs, (unsigned long long)s.frees);
-        failures++;
-    }
     if (s.allocs != (uint64_t)THREADS * ROUNDS + atomic_load(&moves)) {
         fprintf(stderr, "pool_stress: %llu allocations counted, %d made and %llu moved by realloc\n",
                 (unsigned long long)s.allocs, THREADS * ROUNDS, (unsigned long long)atomic_load(&moves));
@@ -231,16 +237,6 @@ static void *switcher(void *arg)
     return NULL;
 }
 
-static int empty(khl_pool_t *p, const char *which)
-{
-    khl_pool_stats_t s;
-    khl_pool_stats(p, &s);
-    if (khl_pool_check(p) == 0 && s.in_use_bytes == 0 && s.allocs == s.frees)
-        return 1;
-    fprintf(stderr, "pool_stress: switching: %s pool: %zu bytes in use\n", which, s.in_use_bytes);
-    return 0;
-}
-
 static void run_switching(void)
 {
     khl_pool_options_t opt;
@@ -260,7 +256,7 @@ static void run_switching(void)
     for (int ph = 0; ph < 2; ++ph) {
         pthread_barrier_wait(&phase);
         if (ph == 0) {
-            failures += !empty(pair[1], "replaced");
+            failures += !empty(pair[1], "switching: replaced");
             khl_pool_destroy(pair[1]);
             if (!(pair[1] = khl_pool_new(&opt))) {
                 fputs("pool_stress: no pool\n", stderr);
@@ -272,7 +268,7 @@ static void run_switching(void)
     for (size_t i = 0; i < THREADS; ++i)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&phase);
-    failures += !empty(pair[0], "first") + !empty(pair[1], "second");
+    failures += !empty(pair[0], "switching: first") + !empty(pair[1], "switching: second");
     khl_pool_destroy(pair[0]);
     khl_pool_destroy(pair[1]);
     printf("pool_stress: %d threads switching pools on every block, one replaced: %s\n", THREADS,
