@@ -87,6 +87,10 @@
  * group, every operation walks the table, and khl_check reports it.  So
  * hash_fn is a name (of a function or a macro), not an expression.
  *
+ * A table of at most 4 buckets (the first block, where a key and its value
+ * take more than 8 bytes) calls only eq_fn, a key at a time: its puts and
+ * lookups never hash.  Its keys are hashed once, when it grows past 4.
+ *
  * A hash that reads memory through the key (a string's characters) is
  * best declared indirect, by
  *     #define KHL_HASH_INDIRECT_<hash_fn>     (empty, or 1)

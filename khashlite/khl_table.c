@@ -184,10 +184,12 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
                 khl_ext(b)->growth_left = khl_ext(src)->growth_left;
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
             }
-        } else if (nb <= GROUP && nb >= from->n_buckets) {
+        } else if (nb <= GROUP && nb >= from->n_buckets &&
+                   (nb <= KHL_SCAN_BUCKETS || from->n_buckets > KHL_SCAN_BUCKETS)) {
             /* One group into one group: a key's tag does not depend on the
              * size and any bucket of the group is its place, so the keys
-             * keep their buckets (an object's 5th instance variable). */
+             * keep their buckets.  Not out of a scanned table into a
+             * matched one: its keys have no tags (I1). */
             copy_buckets(&to, from, from->n_buckets, t);
         } else {
             t->move(&to, from);
@@ -467,9 +469,13 @@ static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
         if (c < KHL_CTRL_EMPTY) {
-            uint64_t hash = t->hash(key_at(pairs, nb, i, t));
-            khl_probe_t p = khl_probe_start(hash, shift, nb);
+            uint64_t hash;
+            khl_probe_t p;
             ++full;
+            if (nb <= KHL_SCAN_BUCKETS)
+                continue;   /* scanned: any byte below empty is full (I1) */
+            hash = t->hash(key_at(pairs, nb, i, t));
+            p = khl_probe_start(hash, shift, nb);
             if (c != khl_tag(hash))
                 return broken("tag is not the key's", i);
             if (full == 1) {

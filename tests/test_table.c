@@ -34,6 +34,17 @@ static int counted_eq(uint32_t a, uint32_t b)
 }
 KHL_INIT(mcount, uint32_t, uint64_t, 1, khl_hash_u32, counted_eq)
 
+/* A hash that counts its calls: a scanned table (4 buckets or fewer, the
+ * first block of a u32 -> u64 map) must not hash. */
+static unsigned hash_calls;
+static uint64_t counted_hash(uint32_t k)
+{
+    hash_calls++;
+    return khl_hash_u32(k);
+}
+#define KHL_HASH_MIXED_counted_hash
+KHL_INIT(hcount, uint32_t, uint64_t, 1, counted_hash, khl_eq_int)
+
 Test(table, zero_initialised_handle_is_an_empty_table)
 {
     khl_t(m32) h;
@@ -520,6 +531,48 @@ Test(table, getp_points_at_the_value_or_is_null)
     cr_assert_eq(khl_val(m32, &h, khl_get(m32, &h, 7 * 0x9E3779B9u)), 700, "a write through it lands");
     khl_destroy(m32, &h);
     test_alloc_fini(&t);
+}
+
+Test(table, a_scanned_table_hashes_no_key_until_it_grows_past_the_scan)
+{
+    khl_t(hcount) h;
+    khl_init(hcount, &h, NULL);
+    hash_calls = 0;
+    for (uint32_t i = 1; i <= 4; ++i)
+        khl_val(hcount, &h, khl_put(hcount, &h, i * 0x9E3779B9u, NULL)) = i;
+    cr_assert_eq(khl_n_buckets(hcount, &h), 4, "the first block is scanned");
+    for (uint32_t i = 1; i <= 4; ++i) {
+        cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i);
+        cr_assert_null(khl_getp(hcount, &h, i));
+    }
+    cr_assert_eq(khl_del_key(hcount, &h, 2 * 0x9E3779B9u), 1);
+    khl_val(hcount, &h, khl_put(hcount, &h, 2 * 0x9E3779B9u, NULL)) = 2;
+    cr_assert_eq(hash_calls, 0, "puts, gets and deletions of a scanned table hashed %u keys", hash_calls);
+    /* The 5th key: the four are tagged for the group match. */
+    khl_val(hcount, &h, khl_put(hcount, &h, 5 * 0x9E3779B9u, NULL)) = 5;
+    cr_assert_eq(khl_n_buckets(hcount, &h), 8);
+    cr_assert_eq(khl_check(hcount, &h), 0);
+    for (uint32_t i = 1; i <= 5; ++i)
+        cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i, "key %u after the growth", i);
+    khl_destroy(hcount, &h);
+}
+
+/* A reserve that takes a scanned table to a matched one cannot keep its
+ * control bytes: they carry no tags. */
+Test(table, reserve_past_the_scan_tags_the_keys)
+{
+    for (size_t want = 5; want <= 40; want += 35) {
+        khl_t(hcount) h;
+        khl_init(hcount, &h, NULL);
+        for (uint32_t i = 1; i <= 3; ++i)
+            khl_val(hcount, &h, khl_put(hcount, &h, i * 0x9E3779B9u, NULL)) = i;
+        cr_assert_eq(khl_reserve(hcount, &h, want), 0);
+        cr_assert_gt(khl_n_buckets(hcount, &h), 4);
+        cr_assert_eq(khl_check(hcount, &h), 0, "reserve(%zu)", want);
+        for (uint32_t i = 1; i <= 3; ++i)
+            cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i, "key %u after reserve(%zu)", i, want);
+        khl_destroy(hcount, &h);
+    }
 }
 
 Test(table, lookups_compare_only_keys_the_table_holds)
