@@ -144,23 +144,6 @@ static void reset_ctrl(unsigned char *ctrl, uint32_t nb)
     memset(khl_ovf_at(ctrl, nb), 0, khl_ctrl_bytes(nb) - nb);
 }
 
-/* Copies buckets [0, n) of `from` (fnb buckets) to the same buckets of `to`
- * (tnb >= n buckets): control bytes and slots, no hashing; all the overflow
- * bytes when both have n buckets (a copy). */
-static void copy_buckets(const khl_regions_t *to, const khl_regions_t *from, uint32_t n,
-                         const khl_type_t *t)
-{
-    memcpy(to->ctrl, from->ctrl, khl_ctrl_bytes(n));
-    if (!t->soa) {
-        memcpy(to->pairs, from->pairs, (size_t)n * t->pair_size);
-        return;
-    }
-    memcpy(to->pairs, from->pairs, (size_t)n * t->val_size);
-    memcpy(to->pairs + KHL_I_SOA_KEYS(to->n_buckets, t->val_size, t->key_align),
-           from->pairs + KHL_I_SOA_KEYS(from->n_buckets, t->val_size, t->key_align),
-           (size_t)n * t->key_size);
-}
-
 void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t window,
                      const khl_block_t *src, const khl_regions_t *from, int rebuild,
                      const khl_plan_t *p, const khl_type_t *t)
@@ -179,7 +162,7 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
     set_counters(b, nb, size, p->reserved, t);
     if (src) {
         if (!rebuild) {
-            copy_buckets(&to, from, nb, t);
+            khl_copy_buckets(&to, from, nb, t);
             if (nb > GROUP) {
                 khl_ext(b)->growth_left = khl_ext(src)->growth_left;
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
@@ -190,7 +173,7 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
              * size and any bucket of the group is its place, so the keys
              * keep their buckets.  Not out of a scanned table into a
              * matched one: its keys have no tags (I1). */
-            copy_buckets(&to, from, from->n_buckets, t);
+            khl_copy_buckets(&to, from, from->n_buckets, t);
         } else {
             t->move(&to, from);
         }
@@ -221,24 +204,6 @@ khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_blo
         from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align);
     khl_table_build(b, ctrl, pairs, (size_t)(pairs + slots_bytes(nb, t) - (char *)ctrl), src,
                     src ? &from : NULL, rebuild, p, t);
-    return b;
-}
-
-khl_block_t *khl_table_grow_small(void *mem, const khl_block_t *src, const khl_type_t *t)
-{
-    khl_block_t *b = (khl_block_t *)mem;
-    uint32_t nb = 2u * src->n_buckets;
-    khl_regions_t from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align), to;
-    to.ctrl = khl_single_ctrl(b);
-    to.pairs = place_slots(b, nb, t);
-    to.n_buckets = nb;
-    to.shift = KHL_I_HOME_SHIFT;
-    /* The new buckets empty, and the window past them defined, before the
-     * slots, which may start inside that window, are written. */
-    memset(to.ctrl, KHL_CTRL_EMPTY, GROUP);
-    set_counters(b, nb, src->size, 0, t);
-    copy_buckets(&to, &from, from.n_buckets, t);
-    verified(b, &to, t);
     return b;
 }
 
