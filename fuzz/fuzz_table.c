@@ -4,7 +4,9 @@
  * decides which allocations fail.  After every step the table is checked
  * against a reference model (arrays indexed by key id); a failed call must
  * leave the table exactly as the model says.  First byte: which table
- * (int map, string set, int map in the split3 layout the benchmarks use). */
+ * (int map, string set, int map in the split3 layout the benchmarks use,
+ * and two maps whose first block is scanned, 4 buckets without tags: u64
+ * keys to u32 values, keys and values apart, and strings to u64, pairs). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,8 @@
 KHL_MAP_INIT_INT(fm, uint32_t)
 KHL_SET_INIT_STR(fs)
 KHL_INIT_LAYOUT(f3, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SPLIT3)
+KHL_INIT(fw, uint64_t, uint32_t, 1, khl_hash_u64, khl_eq_int)
+KHL_MAP_INIT_STR(fsm, uint64_t)
 
 static char strkeys[NKEYS][12];
 
@@ -114,10 +118,13 @@ static char strkeys[NKEYS][12];
 
 #define INT_KEY(id) ((uint32_t)(id) * 2654435761u)
 #define STR_KEY(id) ((const char *)strkeys[id])
+#define WIDE_KEY(id) ((uint64_t)(id) * 0x9E3779B97F4A7C15ULL)
 
 FUZZ_RUN(run_fm, fm, INT_KEY, 1, MAP_VAL)
 FUZZ_RUN(run_fs, fs, STR_KEY, 0, SET_VAL)
 FUZZ_RUN(run_f3, f3, INT_KEY, 1, MAP_VAL)
+FUZZ_RUN(run_fw, fw, WIDE_KEY, 1, MAP_VAL)
+FUZZ_RUN(run_fsm, fsm, STR_KEY, 1, MAP_VAL)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -132,10 +139,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     input_t in = {data + 1, 0, size - 1, 24};   /* about one allocation in ten fails */
-    switch (data[0] % 3) {
+    switch (data[0] % 5) {
     case 0: run_fm(&in); break;
     case 1: run_fs(&in); break;
-    default: run_f3(&in); break;
+    case 2: run_f3(&in); break;
+    case 3: run_fw(&in); break;
+    default: run_fsm(&in); break;
     }
     return 0;
 }
