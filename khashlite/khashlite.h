@@ -322,7 +322,8 @@ typedef struct khl_cursor {
 /* Checks the table's invariants (khl_table_impl.h): 0, or -1 after printing
  * the first broken one on stderr.  O(n); for tests and debugging.  A library
  * built with -DKHL_DEBUG runs it after every rebuild, copy and clear and
- * aborts on failure. */
+ * aborts on failure; code including this header with -DKHL_DEBUG does the
+ * same after a small table's growth, which is inline. */
 #define khl_check(name, h)          khl_check_##name(h)
 
 #ifdef __cplusplus
