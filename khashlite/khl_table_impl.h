@@ -1622,21 +1622,21 @@ static inline uint64_t khl_mix(uint64_t hash)
             return khl_putslow_##name(hv, hash, key);                               \
         if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_type_##name))))        \
             return r;                                                               \
-        /* Past the scan the keys need their tags (I1): a full scanned table's */  \
-        /* KHL_SCAN_BUCKETS, written into the old block, which takes any, now */    \
-        /* that nothing can fail. */                                                \
         if (onb == KHL_SCAN_BUCKETS) {                                              \
+            /* Past the scan the keys need their tags (I1): a full scanned */      \
+            /* table's KHL_SCAN_BUCKETS, written into the old block, which */      \
+            /* takes any, now that nothing can fail.  Its growth's own call, */    \
+            /* all constants. */                                                    \
             char *oslots_;                                                          \
             ctrl = khl_ctrlof_##name(old);                                          \
             oslots_ = khl_smallslots_##name(old, ctrl, KHL_SCAN_BUCKETS);           \
             for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
                 ctrl[i_] = khl_tag(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
+            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_type_##name);       \
+        } else {                                                                    \
+            b = khl_grow_small(mem, old, onb, &khl_type_##name);                    \
         }                                                                           \
-        /* Two calls of one inline growth: the scanned table's is all */           \
-        /* constants. */                                                            \
-        r.b = b = onb == KHL_SCAN_BUCKETS                                           \
-                      ? khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_type_##name) \
-                      : khl_grow_small(mem, old, onb, &khl_type_##name);            \
+        r.b = b;                                                                    \
         FN(UD, old, khl_small_bytes(onb, &khl_type_##name), 0);                     \
         /* The keys kept their buckets: the new ones are empty, and a put */        \
         /* takes the highest. */                                                    \
