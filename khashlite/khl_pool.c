@@ -122,16 +122,19 @@ void khl_pool_destroy(khl_pool_t *p)
 {
     unsigned i;
     khl_pool_chunk_t *k, *next;
+    khl_pool_unmap_t u;
     if (!p)
         return;
     if (p->flags & F_THREADS)
         khl_i_threads_detach(p);
+    u.n = 0;
     for (i = 0; i < p->ncls; i++)
         for (k = p->cls[i].chunks; k; k = next) {
             next = k->next;
-            khl_i_frame_free(p, k->raw, k->raw_size);
+            khl_i_unmap_add(p, &u, k->raw, k->raw_size);
         }
-    khl_i_large_destroy(p);
+    khl_i_large_destroy(p, &u);
+    khl_i_unmap_flush(p, &u);
     meta_free(p->meta, p->index, p->index_cap * sizeof *p->index);
     meta_free(p->meta, p->self_raw, p->self_bytes);
 }
@@ -470,6 +473,8 @@ void khl_pool_trim(khl_pool_t *p)
 {
     unsigned i;
     thread_cache_t *mine = khl_i_own_cache(p);
+    khl_pool_unmap_t u;
+    u.n = 0;
     lock(p);
     /* The caller's own cache can go too; other threads' caches are theirs. */
     if (mine)
@@ -477,8 +482,9 @@ void khl_pool_trim(khl_pool_t *p)
     for (i = 0; i < p->ncls; i++) {
         if (p->published)
             khl_i_drain_published(p, i);
-        khl_i_core_trim_class(p, i, khl_i_user_allocs(p, i));
+        khl_i_core_trim_class(p, i, khl_i_user_allocs(p, i), &u);
     }
+    khl_i_unmap_flush(p, &u);
     khl_i_large_trim(p);
     KHL_I_DEBUG_CHECK(p);
     unlock(p);

@@ -120,11 +120,11 @@ static khl_pool_chunk_t *chunk_new(khl_pool_t *p, unsigned c, char **faulted)
     return k;
 }
 
-static void chunk_release(khl_pool_t *p, khl_pool_chunk_t *k)
+static void chunk_release(khl_pool_t *p, khl_pool_chunk_t *k, khl_pool_unmap_t *u)
 {
     chunk_list_unlink(&p->cls[k->cls].chunks, k);
     p->nchunks--;
-    khl_i_frame_release(p, k);
+    khl_i_frame_release(p, k, u);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -443,7 +443,7 @@ static void keep_unless_doomed(khl_pool_t *p, khl_pool_class_t *c, void *b)
 
 /* done: as for khl_i_cls_reserved.  A thread-safe pool's published
  * batches are drained first (khl_i_drain_published), by the caller. */
-void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done)
+void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done, khl_pool_unmap_t *u)
 {
     khl_pool_class_t *c = &p->cls[ci];
     khl_pool_chunk_t *k, *next, **fp;
@@ -486,6 +486,6 @@ void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done)
     for (k = c->chunks; k; k = next) {
         next = k->next;
         if (k->trim_free == TRIM_DOOMED)
-            chunk_release(p, k);
+            chunk_release(p, k, u);
     }
 }

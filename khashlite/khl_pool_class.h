@@ -94,7 +94,7 @@ KHL_HIDDEN size_t khl_i_cls_reserved(khl_pool_t *p, unsigned ci, uint64_t done);
 KHL_HIDDEN int khl_i_cls_fill_bump(khl_pool_t *p, unsigned ci, int sys);
 KHL_HIDDEN void *khl_i_cls_pop(khl_pool_t *p, unsigned ci, int sys);
 KHL_HIDDEN int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done);
-KHL_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done);
+KHL_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done, khl_pool_unmap_t *u);
 KHL_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN size_t khl_i_splice_chain(khl_pool_class_t *c, void *head);
 KHL_HIDDEN void khl_i_batches_return(khl_pool_class_t *c, void *chains);

@@ -431,22 +431,22 @@ void khl_i_large_trim(khl_pool_t *p)
     shed(p, 1);
 }
 
-void khl_i_large_destroy(khl_pool_t *p)
+void khl_i_large_destroy(khl_pool_t *p, khl_pool_unmap_t *u)
 {
     khl_pool_chunk_t *k, *next;
     for (k = p->large; k; k = next) {
         next = k->next;
         if (!k->cls)
-            khl_i_frame_free(p, k->raw, k->raw_size);
+            khl_i_unmap_add(p, u, k->raw, k->raw_size);
     }
     for (k = p->huge_cache; k; k = next) {
         next = k->next;
-        khl_i_frame_free(p, k->raw, k->raw_size);
+        khl_i_unmap_add(p, u, k->raw, k->raw_size);
     }
     while (p->arenas) {
         arena_t *a = p->arenas;
         p->arenas = a->next;
-        khl_i_frame_free(p, a->raw, a->raw_size);
+        khl_i_unmap_add(p, u, a->raw, a->raw_size);
         meta_free(p->meta, a, sizeof *a);
     }
 }

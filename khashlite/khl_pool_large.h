@@ -12,6 +12,6 @@ KHL_HIDDEN void khl_i_large_free(khl_pool_t *p, khl_pool_chunk_t *k);
 KHL_HIDDEN void *khl_i_large_resize(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize);
 KHL_HIDDEN void khl_i_large_shed(khl_pool_t *p);
 KHL_HIDDEN void khl_i_large_trim(khl_pool_t *p);
-KHL_HIDDEN void khl_i_large_destroy(khl_pool_t *p);
+KHL_HIDDEN void khl_i_large_destroy(khl_pool_t *p, khl_pool_unmap_t *u);
 
 #endif /* KHL_POOL_LARGE_H */

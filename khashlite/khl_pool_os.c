@@ -214,6 +214,56 @@ void khl_i_frame_free(khl_pool_t *p, void *raw, size_t raw_size)
         munmap(raw, raw_size);
 }
 
+void khl_i_unmap_flush(khl_pool_t *p, khl_pool_unmap_t *u)
+{
+    unsigned i;
+    for (i = 0; i < u->n; i++)
+        khl_i_frame_free(p, u->run[i].at, u->run[i].len);
+    u->n = 0;
+}
+
+/* Run r, grown by a frame: joins the run it now touches, if any (the
+ * frames of a run never overlap another's, so at most one can). */
+static void unmap_join(khl_pool_unmap_t *u, unsigned r)
+{
+    unsigned i;
+    for (i = 0; i < u->n; i++) {
+        if (i == r)
+            continue;
+        if (u->run[i].at + u->run[i].len == u->run[r].at)
+            u->run[r].at = u->run[i].at;
+        else if (u->run[r].at + u->run[r].len != u->run[i].at)
+            continue;
+        u->run[r].len += u->run[i].len;
+        u->run[i] = u->run[--u->n];
+        return;
+    }
+}
+
+void khl_i_unmap_add(khl_pool_t *p, khl_pool_unmap_t *u, void *raw, size_t raw_size)
+{
+    char *at = (char *)raw;
+    unsigned i;
+    if (p->backing.fn) {
+        khl_i_frame_free(p, raw, raw_size);
+        return;
+    }
+    for (i = 0; i < u->n; i++) {
+        if (at + raw_size == u->run[i].at)
+            u->run[i].at = at;
+        else if (u->run[i].at + u->run[i].len != at)
+            continue;
+        u->run[i].len += raw_size;
+        unmap_join(u, i);
+        return;
+    }
+    if (u->n == KHL_I_UNMAP_RUNS)
+        khl_i_unmap_flush(p, u);
+    u->run[u->n].at = at;
+    u->run[u->n].len = raw_size;
+    u->n++;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The chunk index: which aligned frames are ours.  Only owns, checked mode   */
 /* and frame setup use it; free finds its chunk by masking alone.           */
@@ -348,11 +398,11 @@ khl_pool_chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind, si
     return k;
 }
 
-void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k)
+void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k, khl_pool_unmap_t *u)
 {
     index_del(p, (uintptr_t)k);
     p->system -= k->raw_size;
-    khl_i_frame_free(p, k->raw, k->raw_size);
+    khl_i_unmap_add(p, u, k->raw, k->raw_size);
 }
 
 /* A mapped frame (no backing) resized to raw_size bytes with its pages
