@@ -143,8 +143,8 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * never-used run and faults its pages a step at a time as it reaches
      * them.  Lazily, each page faults in at the first write of a block in
      * it, as glibc's do.  By default (0) a pool faults ahead where that
-     * costs less: when a page mapped by MADV_POPULATE_WRITE took less time
-     * than a trapped fault, measured once per process at the first such
+     * costs less: when a page mapped by MADV_POPULATE_WRITE, with its first
+     * write, took less time than a trapped fault, measured once per process at the first such
      * pool's khl_pool_new (a few pages, tens of microseconds, in system
      * calls no pool's system_calls counts); khl_pool_stats says which
      * (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5

@@ -234,7 +234,7 @@ KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_take(khl_pool_t *p, size_t bytes, uint3
 KHL_HIDDEN void khl_i_frame_adopt(khl_pool_t *p, khl_pool_chunk_t *k);
 KHL_HIDDEN khl_pool_chunk_t *khl_i_frame_new(khl_pool_t *p, size_t bytes, uint32_t kind, size_t faulted);
 KHL_HIDDEN int khl_i_pages_prefault(khl_pool_t *p, char *from, char *to);
-KHL_HIDDEN int khl_i_ahead_pays(uint64_t trap_ns, uint64_t populate_ns);
+KHL_HIDDEN int khl_i_ahead_pays(uint64_t trap_ns, uint64_t ahead_ns);
 KHL_HIDDEN int khl_i_faults_ahead_pay(size_t page);
 KHL_HIDDEN char *khl_i_region_take(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size);
 KHL_HIDDEN void khl_i_index_add(khl_pool_t *p, uintptr_t key);
