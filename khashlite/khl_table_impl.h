@@ -1734,7 +1734,9 @@ static inline uint64_t khl_mix(uint64_t hash)
             /* into a new u32 table: 55 -> 37 ns).  Else the highest empty. */      \
             hash = khl_hashof_##name(key);                                          \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
-            f_ = khl_group_empty(w_) & khl_small_mask(nb);                          \
+            /* Empty: not full, within the table's buckets (I4: none is */          \
+            /* marked deleted), one movemask of the window already loaded. */         \
+            f_ = ~khl_group_full(w_) & khl_small_mask(nb);                          \
             j = nb - 1u - b->size;                                                  \
             if (KHL_UNLIKELY(j >= nb || !((f_ >> j) & 1u))) {                       \
                 if (KHL_UNLIKELY(!f_))                                              \
