@@ -1686,7 +1686,8 @@ static inline uint64_t khl_mix(uint64_t hash)
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
         KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, *ret = 0; return i;,       \
                    KHL_I_PUT_OUT(h, ret, khl_putrest_##name(*h, hash, key)),        \
-                   const uint32_t f_ = khl_group_empty(w_);                         \
+                   /* Empty: not full (I4: no deleted mark outside a rehash). */ \
+                   const uint32_t f_ = ~khl_group_full(w_) & 0xffffu;               \
                    if (KHL_UNLIKELY(!f_ || !khl_ext(b)->growth_left))               \
                        KHL_I_PUT_OUT(h, ret, khl_putslow_##name(*h, hash, key))     \
                    khl_fill_in(b, nb, ctrl_ + home_, w_, khl_mask_highest(f_), tag_); \
