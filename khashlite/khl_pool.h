@@ -143,11 +143,11 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * never-used run and faults its pages a step at a time as it reaches
      * them.  Lazily, each page faults in at the first write of a block in
      * it, as glibc's do.  By default (0) a pool faults ahead where that
-     * costs less: when a page mapped by MADV_POPULATE_WRITE, with its first
-     * write, took less time than a trapped fault, measured once per process at the first such
-     * pool's khl_pool_new (a few pages, tens of microseconds, in system
-     * calls no pool's system_calls counts); khl_pool_stats says which
-     * (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5
+     * costs less: when a page mapped by MADV_POPULATE_WRITE, with its
+     * first write, took less time than a trapped fault, measured once per
+     * process at the first such pool's khl_pool_new (a few pages, about
+     * 0.1-0.2 ms on a VM whose fault costs 10 us, in system calls no
+     * pool's system_calls counts); khl_pool_stats says which (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5
      * us; on another 1.4 and 2.1 (docs/pool.md has the tails either way
      * gives).  khl_pool_reserve keeps every fault and system call out of
      * the allocations it covers. */

@@ -51,11 +51,10 @@ int khl_i_pages_prefault(khl_pool_t *p, char *from, char *to)
  * trap on first write: when one page mapped by MADV_POPULATE_WRITE, with
  * its first write, costs less than one trapped fault.  On one VM a trap
  * cost 2-19 us (10 us on the last) and a populated page 1-1.5 us: steps
- * ahead made the pool's
- * p99.9 half glibc's.  On another a trap cost 1.4 us and a populated page
- * 2.1 us (4 pages 6 us): steps of up to 4 pages put the pool's p99.9 at
- * 1.1 to 5 times glibc's with sizes of 16 B - 4 KiB, where first writes
- * trapping as glibc's do gave 0.75 times. */
+ * ahead made the pool's p99.9 half glibc's.  On another a trap cost 1.4 us
+ * and a populated page 2.1 us (4 pages 6 us): steps of up to 4 pages put
+ * the pool's p99.9 at 1.1 to 5 times glibc's with sizes of 16 B - 4 KiB,
+ * where first writes trapping as glibc's do gave 0.75 times. */
 int khl_i_ahead_pays(uint64_t trap_ns, uint64_t ahead_ns)
 {
     return ahead_ns < trap_ns;
