@@ -147,7 +147,8 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * first write, took less time than a trapped fault, measured once per
      * process at the first such pool's khl_pool_new (a few pages, about
      * 0.1-0.2 ms on a VM whose fault costs 10 us, in system calls no
-     * pool's system_calls counts); khl_pool_stats says which (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5
+     * pool's system_calls counts); khl_pool_stats says which
+     * (pages_ahead).  On one VM a trap cost 10 us and a mapped page 1-1.5
      * us; on another 1.4 and 2.1 (docs/pool.md has the tails either way
      * gives).  khl_pool_reserve keeps every fault and system call out of
      * the allocations it covers. */

@@ -227,44 +227,44 @@ void khl_i_unmap_flush(khl_pool_t *p, khl_pool_unmap_t *u)
     u->n = 0;
 }
 
+/* Run r grown by the memory at..at+len when the two touch: 1, else 0. */
+static int unmap_extend(khl_pool_unmap_t *u, unsigned r, char *at, size_t len)
+{
+    if (at + len == u->run[r].at)
+        u->run[r].at = at;
+    else if (u->run[r].at + u->run[r].len != at)
+        return 0;
+    u->run[r].len += len;
+    return 1;
+}
+
 /* Run r, grown by a frame: joins the run it now touches, if any (the
  * frames of a run never overlap another's, so at most one can). */
 static void unmap_join(khl_pool_unmap_t *u, unsigned r)
 {
     unsigned i;
-    for (i = 0; i < u->n; i++) {
-        if (i == r)
-            continue;
-        if (u->run[i].at + u->run[i].len == u->run[r].at)
-            u->run[r].at = u->run[i].at;
-        else if (u->run[r].at + u->run[r].len != u->run[i].at)
-            continue;
-        u->run[r].len += u->run[i].len;
-        u->run[i] = u->run[--u->n];
-        return;
-    }
+    for (i = 0; i < u->n; i++)
+        if (i != r && unmap_extend(u, r, u->run[i].at, u->run[i].len)) {
+            u->run[i] = u->run[--u->n];
+            return;
+        }
 }
 
 void khl_i_unmap_add(khl_pool_t *p, khl_pool_unmap_t *u, void *raw, size_t raw_size)
 {
-    char *at = (char *)raw;
     unsigned i;
     if (p->backing.fn) {
         khl_i_frame_free(p, raw, raw_size);
         return;
     }
-    for (i = 0; i < u->n; i++) {
-        if (at + raw_size == u->run[i].at)
-            u->run[i].at = at;
-        else if (u->run[i].at + u->run[i].len != at)
-            continue;
-        u->run[i].len += raw_size;
-        unmap_join(u, i);
-        return;
-    }
+    for (i = 0; i < u->n; i++)
+        if (unmap_extend(u, i, (char *)raw, raw_size)) {
+            unmap_join(u, i);
+            return;
+        }
     if (u->n == KHL_I_UNMAP_RUNS)
         khl_i_unmap_flush(p, u);
-    u->run[u->n].at = at;
+    u->run[u->n].at = (char *)raw;
     u->run[u->n].len = raw_size;
     u->n++;
 }
