@@ -8,9 +8,11 @@
  * implementations are always compiled under their own names so the tests
  * can check they agree on every byte pattern; khl_group_* picks one.
  *
- * Control byte values: 0x00..0x7F the top 7 bits of a key's hash (a "tag"),
- * 0x80 empty, 0xFE deleted, anything else never matches a query (a tiny
- * table's bytes past its last bucket are masked off by the caller).
+ * Control byte values: 0xFF empty, 0xFE deleted (only inside a rehash),
+ * every other byte a key's tag (khl_table_impl.h: the top 8 bits of its hash
+ * folded onto 0x00..0xFD in a larger table, the top 7 in a one-group table,
+ * whose empty buckets are thus its bytes with the high bit set).  A tiny
+ * table's bytes past its last bucket are masked off by the caller.
  */
 #ifndef KHL_GROUP_H
 #define KHL_GROUP_H
@@ -24,8 +26,9 @@
 #endif
 
 #define KHL_GROUP_WIDTH 16u
-#define KHL_CTRL_EMPTY ((unsigned char)0x80)
+#define KHL_CTRL_EMPTY ((unsigned char)0xFF)
 #define KHL_CTRL_DELETED ((unsigned char)0xFE)
+#define KHL_CTRL_TAG_MAX ((unsigned char)0xFD)
 
 /* --- portable: two little-endian words ------------------------------------- */
 
@@ -90,6 +93,13 @@ static inline khl_tags_swar_t khl_group_swar_tags(unsigned char tag)
     return KHL_SWAR_LSB * tag;
 }
 
+/* A hash's top byte as a larger table's tag in every byte: the marks
+ * (0xFE, 0xFF) folded onto KHL_CTRL_TAG_MAX. */
+static inline khl_tags_swar_t khl_group_swar_hash_tags(unsigned char top)
+{
+    return khl_group_swar_tags(top < KHL_CTRL_TAG_MAX ? top : KHL_CTRL_TAG_MAX);
+}
+
 static inline uint32_t khl_group_swar_match_tags(khl_group_swar_t g, khl_tags_swar_t t)
 {
     return khl_swar_bits(khl_swar_eq(g.lo, t)) | khl_swar_bits(khl_swar_eq(g.hi, t)) << 8;
@@ -105,17 +115,25 @@ static inline uint32_t khl_group_swar_empty(khl_group_swar_t g)
     return khl_group_swar_match(g, KHL_CTRL_EMPTY);
 }
 
-/* 0x80..0xFE: high bit set, and not the 0xFF that nothing uses. */
+/* Empty or deleted: 0xFE and 0xFF, the bytes that are 0xFF with bit 0 set. */
 static inline uint32_t khl_group_swar_free(khl_group_swar_t g)
 {
-    uint64_t lo = g.lo & KHL_SWAR_MSB & ~khl_swar_eq(g.lo, ~0ULL);
-    uint64_t hi = g.hi & KHL_SWAR_MSB & ~khl_swar_eq(g.hi, ~0ULL);
+    uint64_t lo = khl_swar_eq(g.lo | KHL_SWAR_LSB, ~0ULL);
+    uint64_t hi = khl_swar_eq(g.hi | KHL_SWAR_LSB, ~0ULL);
     return khl_swar_bits(lo) | khl_swar_bits(hi) << 8;
 }
 
+/* Not empty.  A deleted mark counts: marks exist only inside a rehash,
+ * which finds them by their own match. */
 static inline uint32_t khl_group_swar_full(khl_group_swar_t g)
 {
-    return khl_swar_bits(~g.lo & KHL_SWAR_MSB) | khl_swar_bits(~g.hi & KHL_SWAR_MSB) << 8;
+    return ~khl_group_swar_empty(g) & 0xffffu;
+}
+
+/* Bytes with the high bit set: a one-group table's empty buckets. */
+static inline uint32_t khl_group_swar_high(khl_group_swar_t g)
+{
+    return khl_swar_bits(g.lo & KHL_SWAR_MSB) | khl_swar_bits(g.hi & KHL_SWAR_MSB) << 8;
 }
 
 static inline khl_group_swar_t khl_group_swar_with(khl_group_swar_t g, uint32_t i, unsigned char c)
@@ -126,14 +144,24 @@ static inline khl_group_swar_t khl_group_swar_with(khl_group_swar_t g, uint32_t 
     return g;
 }
 
+/* The tag a broadcast holds. */
+static inline unsigned char khl_group_swar_tag_of(khl_tags_swar_t t)
+{
+    return (unsigned char)t;
+}
+
+/* Byte i set to the tag a broadcast holds (a lookup's, reused by its put). */
+static inline khl_group_swar_t khl_group_swar_with_tags(khl_group_swar_t g, uint32_t i, khl_tags_swar_t t)
+{
+    return khl_group_swar_with(g, i, khl_group_swar_tag_of(t));
+}
+
 /* A rehash's marks: every key (a tag) becomes KHL_CTRL_DELETED, to be
- * placed again, every other byte KHL_CTRL_EMPTY.  A byte's high bit spread
- * over the byte (no carry crosses bytes: each is 0 or 1 times 0xFF). */
+ * placed again, every empty byte stays KHL_CTRL_EMPTY: DELETED with bit 0
+ * set where a byte is empty. */
 static inline uint64_t khl_swar_marked(uint64_t w)
 {
-    uint64_t special = ((w & KHL_SWAR_MSB) >> 7) * 0xffu;
-    return (KHL_CTRL_DELETED * 0x0101010101010101ULL) ^
-           (special & ((KHL_CTRL_DELETED ^ KHL_CTRL_EMPTY) * 0x0101010101010101ULL));
+    return (KHL_CTRL_DELETED * KHL_SWAR_LSB) | (khl_swar_eq(w, KHL_CTRL_EMPTY * KHL_SWAR_LSB) >> 7);
 }
 
 static inline khl_group_swar_t khl_group_swar_marked(khl_group_swar_t g)
@@ -167,6 +195,13 @@ static inline khl_tags_sse2_t khl_group_sse2_tags(unsigned char tag)
     return _mm_set1_epi32((int)(tag * 0x01010101u));
 }
 
+/* As khl_group_swar_hash_tags, the fold after the broadcast: one pminub,
+ * where a scalar compare and move took three instructions before it. */
+static inline khl_tags_sse2_t khl_group_sse2_hash_tags(unsigned char top)
+{
+    return _mm_min_epu8(khl_group_sse2_tags(top), _mm_set1_epi8((char)KHL_CTRL_TAG_MAX));
+}
+
 static inline uint32_t khl_group_sse2_match_tags(khl_group_sse2_t g, khl_tags_sse2_t t)
 {
     return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(g, t));
@@ -182,15 +217,21 @@ static inline uint32_t khl_group_sse2_empty(khl_group_sse2_t g)
     return khl_group_sse2_match(g, KHL_CTRL_EMPTY);
 }
 
-/* Signed bytes below -1: 0x80..0xFE. */
+/* Empty or deleted: the bytes at or above 0xFE, unsigned. */
 static inline uint32_t khl_group_sse2_free(khl_group_sse2_t g)
 {
-    return (uint32_t)_mm_movemask_epi8(_mm_cmpgt_epi8(_mm_set1_epi8(-1), g));
+    return (uint32_t)_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_max_epu8(g, _mm_set1_epi8((char)KHL_CTRL_DELETED)), g));
 }
 
 static inline uint32_t khl_group_sse2_full(khl_group_sse2_t g)
 {
-    return ~(uint32_t)_mm_movemask_epi8(g) & 0xffffu;
+    return ~khl_group_sse2_empty(g) & 0xffffu;
+}
+
+static inline uint32_t khl_group_sse2_high(khl_group_sse2_t g)
+{
+    return (uint32_t)_mm_movemask_epi8(g);
 }
 
 /* 16 bytes loaded from byte 15 - i have only byte i set: the lane of a
@@ -202,18 +243,26 @@ static const unsigned char khl_group_sse2_lanes[31] = {
 
 /* c broadcast as khl_group_sse2_tags does, so that a put's match and its
  * update share one broadcast of the tag. */
-static inline khl_group_sse2_t khl_group_sse2_with(khl_group_sse2_t g, uint32_t i, unsigned char c)
+static inline unsigned char khl_group_sse2_tag_of(khl_tags_sse2_t t)
+{
+    return (unsigned char)_mm_cvtsi128_si32(t);
+}
+
+static inline khl_group_sse2_t khl_group_sse2_with_tags(khl_group_sse2_t g, uint32_t i, khl_tags_sse2_t t)
 {
     __m128i at = _mm_loadu_si128((const __m128i *)(const void *)(khl_group_sse2_lanes + 15u - i));
-    return _mm_or_si128(_mm_andnot_si128(at, g), _mm_and_si128(at, khl_group_sse2_tags(c)));
+    return _mm_or_si128(_mm_andnot_si128(at, g), _mm_and_si128(at, t));
 }
-/* As khl_group_swar_marked: the bytes with the high bit set, as a compare
- * with 0 gives them, choose EMPTY over DELETED. */
+
+static inline khl_group_sse2_t khl_group_sse2_with(khl_group_sse2_t g, uint32_t i, unsigned char c)
+{
+    return khl_group_sse2_with_tags(g, i, khl_group_sse2_tags(c));
+}
+/* As khl_group_swar_marked: an empty byte's compare (0xFF) or DELETED. */
 static inline khl_group_sse2_t khl_group_sse2_marked(khl_group_sse2_t g)
 {
-    __m128i special = _mm_cmpgt_epi8(_mm_setzero_si128(), g);
-    return _mm_xor_si128(_mm_set1_epi8((char)KHL_CTRL_DELETED),
-                         _mm_and_si128(special, _mm_set1_epi8((char)(KHL_CTRL_DELETED ^ KHL_CTRL_EMPTY))));
+    return _mm_or_si128(_mm_cmpeq_epi8(g, _mm_set1_epi8((char)KHL_CTRL_EMPTY)),
+                        _mm_set1_epi8((char)KHL_CTRL_DELETED));
 }
 #endif
 
@@ -233,11 +282,15 @@ typedef khl_tags_swar_t khl_tags_t;
 #define khl_group_store KHL_GROUP_IMPL(store)
 #define khl_group_match KHL_GROUP_IMPL(match)
 #define khl_group_tags  KHL_GROUP_IMPL(tags)
+#define khl_group_hash_tags KHL_GROUP_IMPL(hash_tags)
 #define khl_group_match_tags KHL_GROUP_IMPL(match_tags)
 #define khl_group_empty KHL_GROUP_IMPL(empty)
 #define khl_group_free  KHL_GROUP_IMPL(free)
 #define khl_group_full  KHL_GROUP_IMPL(full)
+#define khl_group_high  KHL_GROUP_IMPL(high)
 #define khl_group_with  KHL_GROUP_IMPL(with)
+#define khl_group_with_tags KHL_GROUP_IMPL(with_tags)
+#define khl_group_tag_of KHL_GROUP_IMPL(tag_of)
 #define khl_group_marked KHL_GROUP_IMPL(marked)
 
 /* Index of the lowest / highest set bit of a nonzero mask. */

@@ -433,15 +433,15 @@ static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_
             return broken("the type's one-group block sizes (KHL_I_SMALL_BYTES) are not khl_table.c's", n);
     for (i = 0; i < nb; ++i) {
         unsigned char c = ctrl[i];
-        if (c < KHL_CTRL_EMPTY) {
+        if (c < KHL_CTRL_DELETED) {
             uint64_t hash;
             khl_probe_t p;
             ++full;
             if (nb <= KHL_SCAN_BUCKETS)
-                continue;   /* scanned: any byte below empty is full (I1) */
+                continue;   /* scanned: any byte but the marks is full (I1) */
             hash = t->hash(key_at(pairs, nb, i, t));
             p = khl_probe_start(hash, shift, nb);
-            if (c != khl_tag(hash))
+            if (c != khl_tag_in(hash, nb))
                 return broken("tag is not the key's", i);
             if (full == 1) {
                 tag = c;

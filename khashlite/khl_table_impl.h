@@ -41,18 +41,21 @@
  * need; left to the compiler, a loop over one large table still inlines them
  * (mruby's bm_ao_render: 458.7 M instructions so, 459.7 M as calls).
  *
- * The hash's top 7 bits are the tag; the log2(groups) bits below select the
- * home group (shift = 57 - log2(groups)).  Groups are probed by triangular
- * steps (g, g+1, g+3, g+6, ...), which visit every group of a power-of-two
- * table once; every walk is bounded by the group count.  A table of more
- * than one group keeps an overflow byte per group (khl_ovf_at): bit c is set
- * when a put of a key of class c (its tag's low 3 bits) passes the group
- * full, and a lookup stops at the first group without its key's bit.
+ * A larger table's tag is the hash's top byte (0xFE and 0xFF, the marks,
+ * folded onto 0xFD), a one-group table's its top 7 bits (khl_tag_in); the
+ * log2(groups) bits below the top byte select the home group (shift = 56 -
+ * log2(groups)).  Groups are probed by triangular steps (g, g+1, g+3, g+6,
+ * ...), which visit every group of a power-of-two table once; every walk is
+ * bounded by the group count.  A table of more than one group keeps an
+ * overflow byte per group (khl_ovf_at): bit c is set when a put of a key of
+ * class c (the low 3 bits of its tag) passes the group full, and a lookup
+ * stops at the first group without its key's bit.
  *
  * Invariants (khl_table_check verifies them):
- *   I1  size = number of full buckets: control byte below KHL_CTRL_EMPTY,
- *       the key's tag, or in a table of at most KHL_SCAN_BUCKETS buckets
- *       any such byte (KHL_CTRL_UNTAGGED where a put left it).
+ *   I1  size = number of full buckets: control byte not KHL_CTRL_EMPTY,
+ *       the key's tag for the table's size, or in a table of at most
+ *       KHL_SCAN_BUCKETS buckets any byte but the marks (KHL_CTRL_UNTAGGED
+ *       where a put left it).
  *   I2  growth_left = capacity(n_buckets) - size in a one-group table, at
  *       most that in larger ones, where capacity(n) = n for one-group
  *       tables (they may fill: a walk cannot pass their only group) and n *
@@ -142,11 +145,11 @@ typedef union khl_max_align {
  * first block size (KHL_I_FIRST_BUCKETS) is a constant expression;
  * khl_table.c uses them at run time. */
 #define KHL_I_ALIGN_UP(x, a) (((x) + (a) - 1u) & ~((size_t)(a) - 1u))
-/* The tag is the hash's top 7 bits; the group bits are just below it.  A
- * table's shift brings them down to bit 4 (a group's first bucket is 16
- * times its number): KHL_I_HOME_SHIFT for one group, one less for each
- * doubling of groups. */
-#define KHL_I_TAG_SHIFT 57u
+/* A larger table's tag is the hash's top byte; the group bits are just
+ * below it.  A table's shift brings them down to bit 4 (a group's first
+ * bucket is 16 times its number): KHL_I_HOME_SHIFT for one group, one less
+ * for each doubling of groups. */
+#define KHL_I_TAG_SHIFT 56u
 #define KHL_I_HOME_SHIFT (KHL_I_TAG_SHIFT - 4u)
 #define KHL_I_PAIRS_START(head, align)                                              \
     ((align) <= KHL_ALIGNOF(khl_max_align_t)                                        \
@@ -324,12 +327,14 @@ typedef struct khl_putres {
 } khl_putres_t;
 
 /* From byte 16 - nb: a first block's control window, nb empty bytes then
- * bytes that are not control bytes (0xFF), without a tag. */
+ * bytes past the buckets, which every reader masks off (0).  Not all of it
+ * EMPTY: gcc built an all-ones window with pcmpeqd and blended the tag in
+ * with four instructions more than a loaded constant takes. */
 static const unsigned char khl_first_window[2 * KHL_GROUP_WIDTH] = {
     KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
     KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
     KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY, KHL_CTRL_EMPTY,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
 /* A table's first block laid out in mem (t->first_bytes)
  * holding one key whose tag is `tag`, in its highest bucket (where any put
@@ -403,15 +408,16 @@ static inline uint32_t khl_live_mask(uint32_t nb)
     return nb >= KHL_GROUP_WIDTH ? 0xffffu : khl_small_mask(nb);
 }
 
-/* A put's free buckets in a group it loaded: every byte that is not full,
- * since no bucket is marked deleted outside a rehash (I4).  One movemask of
- * the group, where a compare with KHL_CTRL_EMPTY took two instructions more
- * (a life of 8 u32 keys 1,029 -> 1,021 instructions, 200k puts into a
- * reserved table 99.5 -> 97.5 a put).  Callers mask off a tiny table's
- * bytes past its last bucket. */
-static inline uint32_t khl_group_unfilled(khl_group_t w)
+/* A one-group put's free buckets in the group it loaded: its empty ones,
+ * since no bucket is marked deleted outside a rehash (I4), and, its tags
+ * being 7 bits (khl_tag_small), the bytes with the high bit set: one
+ * movemask, where the compare with KHL_CTRL_EMPTY a larger table's put
+ * needs (khl_group_empty) takes two instructions more (a life of 8 u32
+ * keys 1,029 -> 1,021 instructions).  Callers mask off a tiny table's bytes
+ * past its last bucket. */
+static inline uint32_t khl_group_small_free(khl_group_t w)
 {
-    return ~khl_group_full(w) & 0xffffu;
+    return khl_group_high(w);
 }
 
 /* The counters a table of more than one group keeps in its extension; a
@@ -426,9 +432,36 @@ static inline uint32_t khl_growth_left(const khl_block_t *b)
     return b->n_buckets > KHL_GROUP_WIDTH ? khl_ext(b)->growth_left : b->n_buckets - b->size;
 }
 
-static inline unsigned char khl_tag(uint64_t hash)
+/* Tags.  A larger table's is the hash's top byte, the marks (0xFE, 0xFF)
+ * folded onto KHL_CTRL_TAG_MAX: 254 values, so that a miss compares half as
+ * many keys as with 7 bits, each a pair's line to fetch from memory in a
+ * table larger than the caches (docs/design.md, "Tags of 8 bits").  Lookups
+ * broadcast the top byte and fold it there (khl_group_hash_tags), and read
+ * the tag's low 3 bits, the key's overflow class, back from the broadcast
+ * (khl_group_tag_of): no scalar tag stays live across a walk, which in
+ * mruby's method search cost a register.  A one-group table's tag is the
+ * top 7 bits: its group is in the cache, and its empty buckets are then the
+ * bytes with the high bit set (khl_group_small_free), as its puts find
+ * them.  A rebuild tags every key for the table it builds (khl_tag_in). */
+static inline unsigned char khl_tag_top(uint64_t hash)
 {
     return (unsigned char)(hash >> KHL_I_TAG_SHIFT);
+}
+
+static inline unsigned char khl_tag_large(uint64_t hash)
+{
+    unsigned char t = khl_tag_top(hash);
+    return t < KHL_CTRL_TAG_MAX ? t : KHL_CTRL_TAG_MAX;
+}
+
+static inline unsigned char khl_tag_small(uint64_t hash)
+{
+    return (unsigned char)(hash >> (KHL_I_TAG_SHIFT + 1u));
+}
+
+static inline unsigned char khl_tag_in(uint64_t hash, uint32_t nb)
+{
+    return nb > KHL_GROUP_WIDTH ? khl_tag_large(hash) : khl_tag_small(hash);
 }
 
 /* What a put writes into a scanned table's control byte (I1): full, no
@@ -495,11 +528,12 @@ static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c
 /* The overflow bytes of a table of more than one group: one per group,
  * after its control bytes (boost's overflow byte, kept apart so that a
  * group stays 16 buckets).  Bit c of a group's byte is set when a put of a
- * key of class c passed the group full; a key's class is its tag's low 3
- * bits (khl_ovf_bit).  A lookup stops at the first group without its class's
- * bit (I3): a miss ends in its home group unless a key of its class was
- * ever pushed past it, so most misses read one group, and a deletion frees
- * its bucket without a tombstone.  Bits are never cleared but by a rebuild. */
+ * key of class c passed the group full; a key's class is the low 3 bits of
+ * its tag (khl_ovf_bit).  A lookup stops at the first group without its
+ * class's bit (I3): a miss ends in its home group unless a key of its class
+ * was ever pushed past it, so most misses read one group, and a deletion
+ * frees its bucket without a tombstone.  Bits are never cleared but by a
+ * rebuild. */
 static inline unsigned char *khl_ovf_at(unsigned char *ctrl, uint32_t nb)
 {
     return ctrl + nb;
@@ -534,11 +568,11 @@ static inline uint32_t khl_ctrl_bytes(uint32_t nb)
  * in a table of nb buckets: it uses up a larger table's growth (a one-group
  * table's follows from its size). */
 static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
-                               uint32_t j, unsigned char tag)
+                               uint32_t j, khl_tags_t tags)
 {
     if (nb > KHL_GROUP_WIDTH)
         khl_ext(b)->growth_left--;
-    khl_group_store(gp, khl_group_with(w, j, tag));
+    khl_group_store(gp, khl_group_with_tags(w, j, tags));
     b->size++;
 }
 
@@ -563,7 +597,7 @@ static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t 
                 taken[g] = (uint16_t)(taken[g] | 1u << khl_mask_highest(f));
             return khl_probe_base(&p) + khl_mask_highest(f);
         }
-        khl_ovf_at(ctrl, nb)[g] |= (unsigned char)khl_ovf_bit(khl_tag(hash));
+        khl_ovf_at(ctrl, nb)[g] |= (unsigned char)khl_ovf_bit(khl_tag_large(hash));
         khl_probe_next(&p);
     }
 }
@@ -621,7 +655,7 @@ static inline int khl_walk_step(const unsigned char *ctrl, uint32_t nb, uint32_t
         while (*mask) {
             uint32_t k = *base + khl_mask_lowest(*mask);
             *mask &= *mask - 1u;
-            if (ctrl[k] < KHL_CTRL_EMPTY) {
+            if (ctrl[k] != KHL_CTRL_EMPTY) {
                 *i = k;
                 return 1;
             }
@@ -1014,7 +1048,7 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     static inline KHL_UNUSED int khl_exist_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
-        return khl_ctrlof_##name(h->b)[k] < KHL_CTRL_EMPTY;                         \
+        return khl_ctrlof_##name(h->b)[k] != KHL_CTRL_EMPTY;                         \
     }                                                                               \
     static inline KHL_UNUSED khl_iter_t khl_next_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
@@ -1077,7 +1111,7 @@ template <bool IsMap> constexpr int khl_require_map()
     khl_group_t w_ = khl_group_load(ctrl_);                                         \
     char *slots_ = khl_smallslots_##name(b, ctrl_, nb);                             \
     {                                                                               \
-        uint32_t m_ = khl_group_match(w_, khl_tag(hash)) & khl_small_mask(nb);      \
+        uint32_t m_ = khl_group_match(w_, khl_tag_small(hash)) & khl_small_mask(nb); \
         KHL_I_CANDIDATES(name, eq_fn, slots_, nb, 0u, m_, key, FOUND)               \
     }
 
@@ -1098,7 +1132,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 #define KHL_I_SCAN_AT(name, eq_fn, nb, at, key, FOUND, EMPTY)                       \
     {                                                                               \
         const uint32_t i = (at);                                                    \
-        if (sctrl_[i] < KHL_CTRL_EMPTY) {                                           \
+        if (sctrl_[i] != KHL_CTRL_EMPTY) {                                           \
             if (eq_fn(*khl_keyp_##name(slots_, nb, i), (key))) { FOUND }            \
         } else {                                                                    \
             EMPTY                                                                   \
@@ -1129,8 +1163,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 #define KHL_I_WALK(name, eq_fn, b, nb, hash, key, slots, base0, step0, FOUND)      \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrlof_##name(b);                                \
-        const unsigned char tag_ = khl_tag(hash);                                   \
-        const khl_tags_t tags_ = khl_group_tags(tag_);                              \
+        const khl_tags_t tags_ = khl_group_hash_tags(khl_tag_top(hash));            \
         const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
         uint32_t base_ = (base0);                                                   \
         uint32_t step_ = (step0);                                                   \
@@ -1139,7 +1172,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
             uint32_t m_ = khl_group_match_tags(w_, tags_);                          \
             unsigned passed_;                                                       \
             KHL_I_CANDIDATES(name, eq_fn, slots, nb, base_, m_, key, FOUND)         \
-            passed_ = khl_ovf_passed(ctrl_, nb, base_, tag_);                       \
+            passed_ = khl_ovf_passed(ctrl_, nb, base_, khl_group_tag_of(tags_));    \
             if (KHL_LIKELY(!passed_) || step_ == mask_)                             \
                 break;                                                              \
             step_ += KHL_GROUP_WIDTH;                                               \
@@ -1167,12 +1200,12 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 #define KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, FOUND, PASSED, ABSENT)    \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrlof_##name(b);                                \
-        const unsigned char tag_ = khl_tag(hash);                                   \
         const uint32_t home_ = khl_probe_home(hash, khl_ext(b)->shift, (nb) - KHL_GROUP_WIDTH); \
         const khl_group_t w_ = khl_group_load(ctrl_ + home_);                       \
-        uint32_t m_ = khl_group_match_tags(w_, khl_group_tags(tag_));               \
+        const khl_tags_t tags_ = khl_group_hash_tags(khl_tag_top(hash));            \
+        uint32_t m_ = khl_group_match_tags(w_, tags_);                              \
         KHL_I_CANDIDATES(name, eq_fn, slots, nb, home_, m_, key, FOUND)             \
-        if (KHL_UNLIKELY(khl_ovf_passed(ctrl_, nb, home_, tag_))) { PASSED }       \
+        if (KHL_UNLIKELY(khl_ovf_passed(ctrl_, nb, home_, khl_group_tag_of(tags_)))) { PASSED } \
         ABSENT                                                                      \
     }
 
@@ -1362,9 +1395,9 @@ static inline uint64_t khl_mix(uint64_t hash)
         uint16_t taken_[KHL_MOVE_GROUPS];                                           \
         if (to->n_buckets <= KHL_MOVE_GROUPS * KHL_GROUP_WIDTH) {                   \
             memset(taken_, 0, (to->n_buckets + KHL_GROUP_WIDTH - 1u) / KHL_GROUP_WIDTH * sizeof *taken_); \
-            KHL_I_MOVE_LOOP(name, to, from, taken_, tc_[j_] = khl_tag(hash_));         \
+            KHL_I_MOVE_LOOP(name, to, from, taken_, tc_[j_] = khl_tag_in(hash_, tnb_)); \
         } else {                                                                    \
-            KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag(hash_))); \
+            KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way), in a table of more than one group: the keys */  \
@@ -1403,17 +1436,17 @@ static inline uint64_t khl_mix(uint64_t hash)
                 for (;;) {                                                          \
                     uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);  \
                     if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {               \
-                        r->ctrl[i] = khl_tag(hash);                                 \
+                        r->ctrl[i] = khl_tag_large(hash);                           \
                         break;                                                      \
                     }                                                               \
                     if (r->ctrl[j] == KHL_CTRL_EMPTY) {                             \
-                        khl_ctrl_set(r->ctrl, j, khl_tag(hash));                    \
+                        khl_ctrl_set(r->ctrl, j, khl_tag_large(hash));              \
                         r->ctrl[i] = KHL_CTRL_EMPTY;                                \
                         khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);      \
                         break;                                                      \
                     }                                                               \
                     /* A marked key: it swaps in and is placed next. */             \
-                    khl_ctrl_set(r->ctrl, j, khl_tag(hash));                        \
+                    khl_ctrl_set(r->ctrl, j, khl_tag_large(hash));                  \
                     khl_slotswap_##name(r->pairs, nb, i, j);                        \
                     hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));    \
                 }                                                                   \
@@ -1574,7 +1607,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             return r;                                                               \
         r.b = khl_first_block(mem_, &khl_type_##name,                               \
                               nb <= KHL_SCAN_BUCKETS ? KHL_CTRL_UNTAGGED            \
-                                                     : khl_tag(khl_hashof_##name(key))); \
+                                                     : khl_tag_in(khl_hashof_##name(key), nb)); \
         *khl_keyp_##name(khl_smallslots_##name(r.b, (unsigned char *)(r.b + 1), nb), nb, nb - 1u) = key; \
         r.i = nb - 1u;                                                              \
         r.ret = 1;                                                                  \
@@ -1609,7 +1642,8 @@ static inline uint64_t khl_mix(uint64_t hash)
         ctrl = khl_ctrlof_##name(b);                                                \
         r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash, NULL);                 \
         base = r.i & ~(KHL_GROUP_WIDTH - 1u);                                       \
-        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base, khl_tag(hash)); \
+        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base, \
+                    khl_group_tags(khl_tag_in(hash, nb)));                          \
         *khl_keyp_##name(khl_slots_##name(b), nb, r.i) = key;                       \
         r.ret = 1;                                                                  \
         return r;                                                                   \
@@ -1642,7 +1676,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             ctrl = khl_ctrlof_##name(old);                                          \
             oslots_ = khl_smallslots_##name(old, ctrl, KHL_SCAN_BUCKETS);           \
             for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
-                ctrl[i_] = khl_tag(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
+                ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
             b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_type_##name);       \
         } else {                                                                    \
             b = khl_grow_small(mem, old, onb, &khl_type_##name);                    \
@@ -1652,7 +1686,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         /* The keys kept their buckets: the new ones are empty, and a put */        \
         /* takes the highest. */                                                    \
         ctrl = khl_ctrlof_##name(b);                                                \
-        ctrl[nb - 1u] = khl_tag(hash);                                              \
+        ctrl[nb - 1u] = khl_tag_small(hash);                                        \
         b->size++;                                                                  \
         *khl_keyp_##name(khl_smallslots_##name(b, ctrl, nb), nb, nb - 1u) = key;    \
         r.i = nb - 1u;                                                              \
@@ -1697,10 +1731,10 @@ static inline uint64_t khl_mix(uint64_t hash)
         KHL_I_PREFETCH_HOME(name, b, nb, hash, slots);                              \
         KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, *ret = 0; return i;,       \
                    KHL_I_PUT_OUT(h, ret, khl_putrest_##name(*h, hash, key)),        \
-                   const uint32_t f_ = khl_group_unfilled(w_);                      \
+                   const uint32_t f_ = khl_group_empty(w_);                         \
                    if (KHL_UNLIKELY(!f_ || !khl_ext(b)->growth_left))               \
                        KHL_I_PUT_OUT(h, ret, khl_putslow_##name(*h, hash, key))     \
-                   khl_fill_in(b, nb, ctrl_ + home_, w_, khl_mask_highest(f_), tag_); \
+                   khl_fill_in(b, nb, ctrl_ + home_, w_, khl_mask_highest(f_), tags_); \
                    *khl_keyp_##name(slots, nb, home_ + khl_mask_highest(f_)) = key; \
                    *ret = 1;                                                        \
                    return home_ + khl_mask_highest(f_);)                            \
@@ -1745,14 +1779,14 @@ static inline uint64_t khl_mix(uint64_t hash)
             /* into a new u32 table: 55 -> 37 ns).  Else the highest empty. */      \
             hash = khl_hashof_##name(key);                                          \
             KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, *ret = 0; return i;)  \
-            f_ = khl_group_unfilled(w_) & khl_small_mask(nb);                       \
+            f_ = khl_group_small_free(w_) & khl_small_mask(nb);                     \
             j = nb - 1u - b->size;                                                  \
             if (KHL_UNLIKELY(j >= nb || !((f_ >> j) & 1u))) {                       \
                 if (KHL_UNLIKELY(!f_))                                              \
                     KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, hash, key))        \
                 j = khl_mask_highest(f_);                                           \
             }                                                                       \
-            khl_group_store(ctrl_, khl_group_with(w_, j, khl_tag(hash)));           \
+            khl_group_store(ctrl_, khl_group_with(w_, j, khl_tag_small(hash)));     \
             b->size++;                                                              \
             *khl_keyp_##name(slots_, nb, j) = key;                                  \
             *ret = 1;                                                               \
@@ -1768,7 +1802,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (!h->b || k >= h->b->n_buckets)                                          \
             return;                                                                 \
         ctrl = khl_ctrlof_##name(h->b);                                             \
-        if (ctrl[k] < KHL_CTRL_EMPTY)                                               \
+        if (ctrl[k] != KHL_CTRL_EMPTY)                                               \
             khl_erase_at(h->b, ctrl, k);                                            \
     }
 

@@ -24,7 +24,7 @@ KHL_INIT(wx31, const char *, uint32_t, 1, x31_hash, khl_eq_str)
 
 /* Declared mixed, wrongly: the table takes these hashes as they are. */
 static uint64_t declared_ident(uint64_t x) { return x; }
-static uint64_t declared_tag(uint64_t x) { return (uint64_t)(x & 0x7f) << KHL_I_TAG_SHIFT; }
+static uint64_t declared_tag(uint64_t x) { return (uint64_t)(x & 0x7f) << (KHL_I_TAG_SHIFT + 1); }
 #define KHL_HASH_MIXED_declared_ident 1
 #define KHL_HASH_MIXED_declared_tag
 KHL_INIT(wdecl, uint64_t, char, 0, declared_ident, khl_eq_int)
@@ -108,9 +108,9 @@ Test(weak_hash, a_hash_declared_mixed_is_not_multiplied)
     khl_init(wtagmixed, &b, NULL);
     khl_iter_t k = khl_put(wtag, &a, 0x55, NULL);
     cr_assert_eq(((const unsigned char *)(a.b + 1))[k], 0x55);
-    uint64_t key = (uint64_t)0x55 << KHL_I_TAG_SHIFT;
+    uint64_t key = (uint64_t)0x55 << (KHL_I_TAG_SHIFT + 1);
     k = khl_put(wtagmixed, &b, key, NULL);
-    cr_assert_eq(((const unsigned char *)(b.b + 1))[k], khl_tag(key * 0x9e3779b97f4a7c15ULL),
+    cr_assert_eq(((const unsigned char *)(b.b + 1))[k], khl_tag_small(key * 0x9e3779b97f4a7c15ULL),
                  "an undeclared hash is multiplied");
     uint64_t k55 = 0x55;
     cr_assert_eq(khl_type_wtag.hash(&k55), key, "the hash as declared_tag returns it");
