@@ -518,11 +518,19 @@ static inline uint32_t khl_probe_base(const khl_probe_t *p)
 
 /* Writes control byte i through its group's whole window: a byte store
  * followed by the next query's 16-byte load of the window would defeat
- * store-to-load forwarding. */
-static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c)
+ * store-to-load forwarding.  The byte comes broadcast (khl_group_tags, or
+ * a larger table's key tag folded as a lookup folds it: khl_group_hash_tags,
+ * where the scalar fold and a broadcast of its result took 2 instructions
+ * more and a register in the rehash's loop). */
+static inline void khl_ctrl_set_tags(unsigned char *ctrl, uint32_t i, khl_tags_t tags)
 {
     uint32_t base = i & ~(KHL_GROUP_WIDTH - 1u);
-    khl_group_store(ctrl + base, khl_group_with(khl_group_load(ctrl + base), i - base, c));
+    khl_group_store(ctrl + base, khl_group_with_tags(khl_group_load(ctrl + base), i - base, tags));
+}
+
+static inline void khl_ctrl_set(unsigned char *ctrl, uint32_t i, unsigned char c)
+{
+    khl_ctrl_set_tags(ctrl, i, khl_group_tags(c));
 }
 
 /* The overflow bytes of a table of more than one group: one per group,
@@ -1440,13 +1448,13 @@ static inline uint64_t khl_mix(uint64_t hash)
                         break;                                                      \
                     }                                                               \
                     if (r->ctrl[j] == KHL_CTRL_EMPTY) {                             \
-                        khl_ctrl_set(r->ctrl, j, khl_tag_large(hash));              \
+                        khl_ctrl_set_tags(r->ctrl, j, khl_group_hash_tags(khl_tag_top(hash))); \
                         r->ctrl[i] = KHL_CTRL_EMPTY;                                \
                         khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);      \
                         break;                                                      \
                     }                                                               \
                     /* A marked key: it swaps in and is placed next. */             \
-                    khl_ctrl_set(r->ctrl, j, khl_tag_large(hash));                  \
+                    khl_ctrl_set_tags(r->ctrl, j, khl_group_hash_tags(khl_tag_top(hash))); \
                     khl_slotswap_##name(r->pairs, nb, i, j);                        \
                     hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));    \
                 }                                                                   \
