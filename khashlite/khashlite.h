@@ -75,10 +75,11 @@
  *
  * hash_fn(key) returns a uint64_t; the table uses its TOP bits: the top 8
  * are a tag compared 16 buckets at a time (the top 7 in a table of at most
- * 16 buckets), the next ones choose the home group.  A hash whose top bits are not well mixed (an identity, a 32-bit
- * hash, khash's X31 string hash) is safe: the table multiplies every hash
- * by 2^64/phi (one multiply) unless hash_fn is declared mixed, as boost's
- * hash_is_avalanching declares a hash, by
+ * 16 buckets), the next ones choose the home group.  A hash whose top bits
+ * are not well mixed (an identity, a 32-bit hash, khash's X31 string hash)
+ * is safe: the table multiplies every hash by 2^64/phi (one multiply)
+ * unless hash_fn is declared mixed, as boost's hash_is_avalanching declares
+ * a hash, by
  *     #define KHL_HASH_MIXED_<hash_fn>        (empty, or 1)
  * before the KHL_INIT, KHL_INIT_ALLOC or KHL_DEFINE that names it.
  * khl_hash_u32/u64/str are declared so.  Declare a hash only if its top

@@ -30,6 +30,13 @@
 #define KHL_CTRL_DELETED ((unsigned char)0xFE)
 #define KHL_CTRL_TAG_MAX ((unsigned char)0xFD)
 
+/* A hash's top byte as a larger table's tag: the marks folded onto
+ * KHL_CTRL_TAG_MAX. */
+static inline unsigned char khl_ctrl_fold(unsigned char top)
+{
+    return top < KHL_CTRL_TAG_MAX ? top : KHL_CTRL_TAG_MAX;
+}
+
 /* --- portable: two little-endian words ------------------------------------- */
 
 typedef struct khl_group_swar { uint64_t lo, hi; } khl_group_swar_t;
@@ -93,11 +100,10 @@ static inline khl_tags_swar_t khl_group_swar_tags(unsigned char tag)
     return KHL_SWAR_LSB * tag;
 }
 
-/* A hash's top byte as a larger table's tag in every byte: the marks
- * (0xFE, 0xFF) folded onto KHL_CTRL_TAG_MAX. */
+/* A hash's top byte as a larger table's tag in every byte (khl_ctrl_fold). */
 static inline khl_tags_swar_t khl_group_swar_hash_tags(unsigned char top)
 {
-    return khl_group_swar_tags(top < KHL_CTRL_TAG_MAX ? top : KHL_CTRL_TAG_MAX);
+    return khl_group_swar_tags(khl_ctrl_fold(top));
 }
 
 static inline uint32_t khl_group_swar_match_tags(khl_group_swar_t g, khl_tags_swar_t t)
@@ -241,13 +247,13 @@ static const unsigned char khl_group_sse2_lanes[31] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
-/* c broadcast as khl_group_sse2_tags does, so that a put's match and its
- * update share one broadcast of the tag. */
 static inline unsigned char khl_group_sse2_tag_of(khl_tags_sse2_t t)
 {
     return (unsigned char)_mm_cvtsi128_si32(t);
 }
 
+/* Byte i set to the tag t holds in every byte, so that a put's match and
+ * its update share one broadcast of the tag. */
 static inline khl_group_sse2_t khl_group_sse2_with_tags(khl_group_sse2_t g, uint32_t i, khl_tags_sse2_t t)
 {
     __m128i at = _mm_loadu_si128((const __m128i *)(const void *)(khl_group_sse2_lanes + 15u - i));

@@ -119,7 +119,7 @@ typedef union khl_max_align {
 #define KHL_I_MAX_LOAD_DIVISOR 1
 #elif defined(__GNUC__) || defined(__clang__)
 #define KHL_I_MAX_LOAD_CHECK(name)                                                  \
-    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"")  \
+    _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wpedantic\"") \
     enum { khl_max_load_ok_##name = KHL_I_MAX_LOAD_OK };                            \
     _Pragma("GCC diagnostic pop")                                                   \
     _Static_assert(khl_max_load_ok_##name, KHL_I_MAX_LOAD_MSG);
@@ -450,8 +450,13 @@ static inline unsigned char khl_tag_top(uint64_t hash)
 
 static inline unsigned char khl_tag_large(uint64_t hash)
 {
-    unsigned char t = khl_tag_top(hash);
-    return t < KHL_CTRL_TAG_MAX ? t : KHL_CTRL_TAG_MAX;
+    return khl_ctrl_fold(khl_tag_top(hash));
+}
+
+/* khl_tag_large(hash) in every byte, folded after the broadcast. */
+static inline khl_tags_t khl_tags_large(uint64_t hash)
+{
+    return khl_group_hash_tags(khl_tag_top(hash));
 }
 
 static inline unsigned char khl_tag_small(uint64_t hash)
@@ -955,8 +960,8 @@ template <bool IsMap> constexpr int khl_require_map()
     } khl_t_##name;                                                                 \
     enum { khl_ismap_##name = (is_map),                                             \
            khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) }; \
-    /* Keys 16 B apart or less: a group's keys lie on at most 4 lines, so */       \
-    /* the home group's first one is worth fetching (KHL_I_PREFETCH_HOME). */      \
+    /* Keys 16 B apart or less: a group's keys lie on at most 4 lines, so */        \
+    /* the home group's first one is worth fetching (KHL_I_PREFETCH_HOME). */       \
     enum { khl_prefetch_##name =                                                    \
                (khl_soa_##name ? sizeof(khkey_t) : sizeof(khl_pairt_##name)) <= 16u };
 
@@ -1056,7 +1061,7 @@ template <bool IsMap> constexpr int khl_require_map()
     }                                                                               \
     static inline KHL_UNUSED int khl_exist_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
-        return khl_ctrlof_##name(h->b)[k] != KHL_CTRL_EMPTY;                         \
+        return khl_ctrlof_##name(h->b)[k] != KHL_CTRL_EMPTY;                        \
     }                                                                               \
     static inline KHL_UNUSED khl_iter_t khl_next_##name(const khl_t_##name *h, khl_iter_t k) \
     {                                                                               \
@@ -1104,7 +1109,7 @@ template <bool IsMap> constexpr int khl_require_map()
 
 /* The candidates of a group match: FOUND with i = base + each bit of the
  * mask m (a variable it consumes) whose key equals `key`, lowest first. */
-#define KHL_I_CANDIDATES(name, eq_fn, slots, nb, base, m, key, FOUND)             \
+#define KHL_I_CANDIDATES(name, eq_fn, slots, nb, base, m, key, FOUND)               \
     while (m) {                                                                     \
         uint32_t i = (base) + khl_mask_lowest(m);                                   \
         if (KHL_LIKELY(eq_fn(*khl_keyp_##name(slots, nb, i), (key)))) { FOUND }     \
@@ -1114,8 +1119,8 @@ template <bool IsMap> constexpr int khl_require_map()
 /* The lookup of a one-group table (nb <= 16): one group match, no walk.
  * Declares ctrl_, w_ (its control bytes) and slots_; runs FOUND with i =
  * the bucket holding key, or falls through. */
-#define KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, FOUND)                   \
-    unsigned char *ctrl_ = khl_ctrlof_##name(b);                       \
+#define KHL_I_SMALL_LOOKUP(name, eq_fn, b, nb, hash, key, FOUND)                    \
+    unsigned char *ctrl_ = khl_ctrlof_##name(b);                                    \
     khl_group_t w_ = khl_group_load(ctrl_);                                         \
     char *slots_ = khl_smallslots_##name(b, ctrl_, nb);                             \
     {                                                                               \
@@ -1140,7 +1145,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 #define KHL_I_SCAN_AT(name, eq_fn, nb, at, key, FOUND, EMPTY)                       \
     {                                                                               \
         const uint32_t i = (at);                                                    \
-        if (sctrl_[i] != KHL_CTRL_EMPTY) {                                           \
+        if (sctrl_[i] != KHL_CTRL_EMPTY) {                                          \
             if (eq_fn(*khl_keyp_##name(slots_, nb, i), (key))) { FOUND }            \
         } else {                                                                    \
             EMPTY                                                                   \
@@ -1168,10 +1173,10 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
  * base0, step0 buckets of triangular steps taken: runs FOUND with i = the
  * bucket holding `key`, or leaves the loop at the first group without the
  * key's overflow bit (I3), or after the last group. */
-#define KHL_I_WALK(name, eq_fn, b, nb, hash, key, slots, base0, step0, FOUND)      \
+#define KHL_I_WALK(name, eq_fn, b, nb, hash, key, slots, base0, step0, FOUND)       \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrlof_##name(b);                                \
-        const khl_tags_t tags_ = khl_group_hash_tags(khl_tag_top(hash));            \
+        const khl_tags_t tags_ = khl_tags_large(hash);                              \
         const uint32_t mask_ = (nb) - KHL_GROUP_WIDTH;                              \
         uint32_t base_ = (base0);                                                   \
         uint32_t step_ = (step0);                                                   \
@@ -1205,12 +1210,12 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
  * group's control bytes and home_ its first bucket.  The walk on from there
  * is out of line (khl_putrest_<name>), so the home group's path, where nine
  * lookups in ten end at the maximum load, keeps no probe state. */
-#define KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, FOUND, PASSED, ABSENT)    \
+#define KHL_I_HOME(name, eq_fn, b, nb, hash, key, slots, FOUND, PASSED, ABSENT)     \
     {                                                                               \
         unsigned char *ctrl_ = khl_ctrlof_##name(b);                                \
         const uint32_t home_ = khl_probe_home(hash, khl_ext(b)->shift, (nb) - KHL_GROUP_WIDTH); \
         const khl_group_t w_ = khl_group_load(ctrl_ + home_);                       \
-        const khl_tags_t tags_ = khl_group_hash_tags(khl_tag_top(hash));            \
+        const khl_tags_t tags_ = khl_tags_large(hash);                              \
         uint32_t m_ = khl_group_match_tags(w_, tags_);                              \
         KHL_I_CANDIDATES(name, eq_fn, slots, nb, home_, m_, key, FOUND)             \
         if (KHL_UNLIKELY(khl_ovf_passed(ctrl_, nb, home_, khl_group_tag_of(tags_)))) { PASSED } \
@@ -1339,7 +1344,7 @@ static inline uint64_t khl_mix(uint64_t hash)
 #define KHL_I_MOVE_LOOP(name, to, from, taken, SET)                                 \
     {                                                                               \
         /* Locals: a control byte's store may alias the regions' fields. */         \
-        unsigned char *const fc_ = (from)->ctrl, *const tc_ = (to)->ctrl;          \
+        unsigned char *const fc_ = (from)->ctrl, *const tc_ = (to)->ctrl;           \
         char *const fp_ = (from)->pairs;                                            \
         char *const tp_ = (to)->pairs;                                              \
         const uint32_t nb_ = (from)->n_buckets, tnb_ = (to)->n_buckets, tsh_ = (to)->shift; \
@@ -1408,7 +1413,7 @@ static inline uint64_t khl_mix(uint64_t hash)
             KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
         }                                                                           \
     }                                                                               \
-    /* In place (hashbrown's way), in a table of more than one group: the keys */  \
+    /* In place (hashbrown's way), in a table of more than one group: the keys */   \
     /* of buckets [0, n_placed), whole groups (n_placed is the old bucket */        \
     /* count, 32 or more), are marked deleted a group at a time; each */            \
     /* goes to the first free bucket of its walk, unless that is in its own */      \
@@ -1448,13 +1453,13 @@ static inline uint64_t khl_mix(uint64_t hash)
                         break;                                                      \
                     }                                                               \
                     if (r->ctrl[j] == KHL_CTRL_EMPTY) {                             \
-                        khl_ctrl_set_tags(r->ctrl, j, khl_group_hash_tags(khl_tag_top(hash))); \
+                        khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));        \
                         r->ctrl[i] = KHL_CTRL_EMPTY;                                \
                         khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);      \
                         break;                                                      \
                     }                                                               \
                     /* A marked key: it swaps in and is placed next. */             \
-                    khl_ctrl_set_tags(r->ctrl, j, khl_group_hash_tags(khl_tag_top(hash))); \
+                    khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));            \
                     khl_slotswap_##name(r->pairs, nb, i, j);                        \
                     hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));    \
                 }                                                                   \
@@ -1561,8 +1566,8 @@ static inline uint64_t khl_mix(uint64_t hash)
                      return khl_valp_##name(slots_, nb, i);)                        \
         return NULL;                                                                \
     }                                                                               \
-    /* The erase after the walk, not inside it: the walk then keeps no group */  \
-    /* or tag for it, and a miss saves the registers (200k u32 keys: a miss */     \
+    /* The erase after the walk, not inside it: the walk then keeps no group */     \
+    /* or tag for it, and a miss saves the registers (200k u32 keys: a miss */      \
     /* 99 -> 88 instructions, a hit 102 -> 103). */                                 \
     static inline KHL_UNUSED int khl_dellarge_##name(                               \
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
@@ -1650,7 +1655,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         ctrl = khl_ctrlof_##name(b);                                                \
         r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash, NULL);                 \
         base = r.i & ~(KHL_GROUP_WIDTH - 1u);                                       \
-        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base, \
+        khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base,    \
                     khl_group_tags(khl_tag_in(hash, nb)));                          \
         *khl_keyp_##name(khl_slots_##name(b), nb, r.i) = key;                       \
         r.ret = 1;                                                                  \
@@ -1676,9 +1681,9 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_type_##name))))        \
             return r;                                                               \
         if (onb == KHL_SCAN_BUCKETS) {                                              \
-            /* Past the scan the keys need their tags (I1): a full scanned */      \
-            /* table's KHL_SCAN_BUCKETS, written into the old block, which */      \
-            /* takes any, now that nothing can fail.  Its growth's own call, */    \
+            /* Past the scan the keys need their tags (I1): a full scanned */       \
+            /* table's KHL_SCAN_BUCKETS, written into the old block, which */       \
+            /* takes any, now that nothing can fail.  Its growth's own call, */     \
             /* all constants. */                                                    \
             char *oslots_;                                                          \
             ctrl = khl_ctrlof_##name(old);                                          \
@@ -1713,7 +1718,7 @@ static inline uint64_t khl_mix(uint64_t hash)
 
 /* put, and the put into a table of more than one group. */
 #define KHL_I_IMPL_PUT(HOT, name, eq_fn)                                            \
-    /* A put that passed its home group: on with the walk for the key, then */     \
+    /* A put that passed its home group: on with the walk for the key, then */      \
     /* putslow's insertion into the first group with room. */                       \
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putrest_##name(                 \
         khl_t_##name hv, uint64_t hash, khl_keyt_##name key)                        \
@@ -1728,7 +1733,7 @@ static inline uint64_t khl_mix(uint64_t hash)
     }                                                                               \
     /* A put into a table of more than one group: into its home group when */       \
     /* the key is not there, no key passed the group and it has an empty */         \
-    /* bucket; the rest out of line (peers, 20k keys: a put 7.5-8.6% fewer */        \
+    /* bucket; the rest out of line (peers, 20k keys: a put 7.5-8.6% fewer */       \
     /* instructions than with the whole walk inline).  Forced inline: called, */    \
     /* its index came back through memory and khl_val reloaded the block (200k */   \
     /* u32 keys: a replace 106 -> 86 instructions). */                              \
@@ -1810,7 +1815,7 @@ static inline uint64_t khl_mix(uint64_t hash)
         if (!h->b || k >= h->b->n_buckets)                                          \
             return;                                                                 \
         ctrl = khl_ctrlof_##name(h->b);                                             \
-        if (ctrl[k] != KHL_CTRL_EMPTY)                                               \
+        if (ctrl[k] != KHL_CTRL_EMPTY)                                              \
             khl_erase_at(h->b, ctrl, k);                                            \
     }
 
