@@ -1430,6 +1430,68 @@ static inline uint64_t khl_mix(uint64_t hash)
     /* The bucket it leaves, in the group being walked, which no load reads */      \
     /* again soon, is a byte store (2M u64 -> 448-bit inserts: 630 -> 583 M */      \
     /* instructions). */                                                            \
+    static inline KHL_UNUSED void khl_spreadkey_##name(const khl_regions_t *r, uint32_t i, \
+                                                       uint64_t hash)               \
+    {                                                                               \
+        const uint32_t nb = r->n_buckets;                                           \
+        for (;;) {                                                                  \
+            uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);          \
+            if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                       \
+                r->ctrl[i] = khl_tag_large(hash);                                   \
+                return;                                                             \
+            }                                                                       \
+            if (r->ctrl[j] == KHL_CTRL_EMPTY) {                                     \
+                khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));                \
+                r->ctrl[i] = KHL_CTRL_EMPTY;                                        \
+                khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);              \
+                return;                                                             \
+            }                                                                       \
+            /* A marked key: it swaps in and is placed next. */                     \
+            khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));                    \
+            khl_slotswap_##name(r->pairs, nb, i, j);                                \
+            hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));            \
+        }                                                                           \
+    }                                                                               \
+    /* A doubling's keys at home (their old home group is the group walked, */      \
+    /* g > 0), first: they go to groups 2g and 2g+1, walked already or new, */      \
+    /* whose free buckets are their empty ones, read once for the group, and */     \
+    /* their control bytes are byte stores that no load of this group's */         \
+    /* placements reads back, with no walk.  The keys pushed past their home, */    \
+    /* and any that find their new home full, then take the walk. */                \
+    static inline KHL_UNUSED void khl_spreadhome_##name(const khl_regions_t *r, uint32_t base, \
+                                                        uint32_t marked, uint64_t *hashes, \
+                                                        uint32_t ahead)             \
+    {                                                                               \
+        /* Locals: a control byte's store may alias the regions' fields. */         \
+        unsigned char *const ctrl = r->ctrl;                                        \
+        char *const slots = r->pairs;                                               \
+        const uint32_t nb = r->n_buckets, shift = r->shift, to = 2u * base;         \
+        uint32_t free_[2], rest = 0, i;                                             \
+        uint64_t walk[KHL_GROUP_WIDTH];                                             \
+        free_[0] = khl_group_empty(khl_group_load(ctrl + to));                      \
+        free_[1] = khl_group_empty(khl_group_load(ctrl + to + KHL_GROUP_WIDTH));    \
+        for (; marked; marked &= marked - 1u) {                                     \
+            uint64_t hash;                                                          \
+            uint32_t d;                                                             \
+            i = base + khl_mask_lowest(marked);                                     \
+            hash = khl_hashat_##name(hashes, &ahead, slots, nb, base, i);           \
+            d = khl_probe_home(hash, shift, nb - KHL_GROUP_WIDTH) - to;             \
+            if (d < 2u * KHL_GROUP_WIDTH && free_[d / KHL_GROUP_WIDTH]) {           \
+                const uint32_t j = to + d + khl_mask_lowest(free_[d / KHL_GROUP_WIDTH]); \
+                free_[d / KHL_GROUP_WIDTH] &= free_[d / KHL_GROUP_WIDTH] - 1u;      \
+                ctrl[j] = khl_tag_large(hash);                                      \
+                ctrl[i] = KHL_CTRL_EMPTY;                                           \
+                khl_slotcopy_##name(slots, nb, j, slots, nb, i);                    \
+            } else {                                                                \
+                walk[i - base] = hash;                                              \
+                rest |= 1u << (i - base);                                           \
+            }                                                                       \
+        }                                                                           \
+        for (; rest; rest &= rest - 1u) {                                           \
+            i = base + khl_mask_lowest(rest);                                       \
+            khl_spreadkey_##name(r, i, walk[i - base]);                             \
+        }                                                                           \
+    }                                                                               \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
         uint32_t i, base, nb = r->n_buckets;                                        \
@@ -1442,27 +1504,13 @@ static inline uint64_t khl_mix(uint64_t hash)
             base -= KHL_GROUP_WIDTH;                                                \
             marked = khl_group_match(khl_group_load(r->ctrl + base), KHL_CTRL_DELETED); \
             ahead = khl_hashstart_##name(hashes, marked, r->pairs, nb, base);       \
+            if (nb == 2u * n_placed && base > 0) {                                  \
+                khl_spreadhome_##name(r, base, marked, hashes, ahead);              \
+                continue;                                                           \
+            }                                                                       \
             for (; marked; marked &= marked - 1u) {                                 \
-                uint64_t hash;                                                      \
                 i = base + khl_mask_lowest(marked);                                 \
-                hash = khl_hashat_##name(hashes, &ahead, r->pairs, nb, base, i);    \
-                for (;;) {                                                          \
-                    uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);  \
-                    if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {               \
-                        r->ctrl[i] = khl_tag_large(hash);                           \
-                        break;                                                      \
-                    }                                                               \
-                    if (r->ctrl[j] == KHL_CTRL_EMPTY) {                             \
-                        khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));        \
-                        r->ctrl[i] = KHL_CTRL_EMPTY;                                \
-                        khl_slotcopy_##name(r->pairs, nb, j, r->pairs, nb, i);      \
-                        break;                                                      \
-                    }                                                               \
-                    /* A marked key: it swaps in and is placed next. */             \
-                    khl_ctrl_set_tags(r->ctrl, j, khl_tags_large(hash));            \
-                    khl_slotswap_##name(r->pairs, nb, i, j);                        \
-                    hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));    \
-                }                                                                   \
+                khl_spreadkey_##name(r, i, khl_hashat_##name(hashes, &ahead, r->pairs, nb, base, i)); \
             }                                                                       \
         }                                                                           \
     }                                                                               \

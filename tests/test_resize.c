@@ -120,6 +120,56 @@ Test(resize, a_set_grows_through_the_resize)
     khl_destroy(rs32, &h);
 }
 
+/* The key is its own hash, declared mixed: a key's bits choose its tag and
+ * home group, so a test can pile keys onto one group. */
+static inline uint64_t own_bits(uint64_t k)
+{
+    return k;
+}
+#define KHL_HASH_MIXED_own_bits
+KHL_INIT(pile, uint64_t, uint64_t, 1, own_bits, khl_eq_int)
+
+/* A doubling spreads the keys of old group g to groups 2g and 2g+1.  Forty
+ * keys share one home group at every size (their top 40 bits): 16 fit
+ * there, the rest sit in later groups, which the spread walks first, so
+ * their new home fills before the keys still at home come to it.  Both
+ * then take the walk: every key stays found and the table checks out
+ * after each growth. */
+Test(resize, a_doubling_whose_new_home_group_fills_keeps_every_key)
+{
+    enum { PILED = 40, SPREAD = 30000 };
+    const uint64_t pile = 0x9E3779B97FULL << 24;
+    uint64_t s = 12345;
+    resize_alloc_t r;
+    resize_alloc_init(&r, 1);
+    khl_t(pile) h;
+    khl_init(pile, &h, &r.a);
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < SPREAD; ++i) {
+        uint64_t k = prng_next(&s) | 1u;   /* odd: never one of the piled keys */
+        int ret;
+        khl_val(pile, &h, khl_put(pile, &h, k, &ret)) = ~k;
+        if (i % (SPREAD / PILED) == 0)
+            khl_val(pile, &h, khl_put(pile, &h, pile | (2u * i), &ret)) = i;
+        if (khl_n_buckets(pile, &h) != nb) {
+            nb = khl_n_buckets(pile, &h);
+            cr_assert_eq(khl_check(pile, &h), 0, "after growing to %u buckets", nb);
+        }
+    }
+    cr_assert_geq(r.resizes, 3, "grew through the resize: %u", r.resizes);
+    s = 12345;
+    for (uint32_t i = 0; i < SPREAD; ++i) {
+        uint64_t k = prng_next(&s) | 1u, *v = khl_getp(pile, &h, k);
+        cr_assert(v && *v == ~k, "key %u lost", i);
+        if (i % (SPREAD / PILED) == 0) {
+            v = khl_getp(pile, &h, pile | (2u * i));
+            cr_assert(v && *v == i, "piled key %u lost", i);
+        }
+    }
+    cr_assert_eq(khl_size(pile, &h), SPREAD + PILED);
+    khl_destroy(pile, &h);
+}
+
 /* Growth past a reservation ends it, whichever way the block grows: the
  * larger block is not reserved (a rebuild into a new block says so), so it
  * grows again rather than rehash in place when its deletions use it up. */
