@@ -1341,7 +1341,7 @@ static inline uint64_t khl_mix(uint64_t hash)
  * placement and its mispredicted branches.  For a hash of the key's own bits
  * that costs instructions and gains nothing (docs/design.md, "Hashes
  * first"). */
-#define KHL_I_MOVE_LOOP(name, to, from, taken, SET)                                 \
+#define KHL_I_MOVE_LOOP(name, to, from, taken, DOUBLING, SET)                       \
     {                                                                               \
         /* Locals: a control byte's store may alias the regions' fields. */         \
         unsigned char *const fc_ = (from)->ctrl, *const tc_ = (to)->ctrl;           \
@@ -1351,11 +1351,14 @@ static inline uint64_t khl_mix(uint64_t hash)
         uint32_t base_, mask_;                                                      \
         khl_walk_from(fc_, nb_, 0, &base_, &mask_);                                 \
         for (;;) {                                                                  \
-            uint64_t hashes_[KHL_GROUP_WIDTH];                                      \
+            uint64_t hashes_[KHL_GROUP_WIDTH], walk_[KHL_GROUP_WIDTH];              \
             uint32_t ahead_ = khl_hashstart_##name(hashes_, mask_, fp_, nb_, base_);  \
+            if (DOUBLING)                                                           \
+                mask_ = khl_placehome_##name(to, from, base_, mask_, hashes_, ahead_, walk_, 0); \
             for (; mask_; mask_ &= mask_ - 1u) {                                    \
                 const uint32_t i_ = base_ + khl_mask_lowest(mask_);                 \
-                const uint64_t hash_ = khl_hashat_##name(hashes_, &ahead_, fp_, nb_, base_, i_); \
+                const uint64_t hash_ = DOUBLING ? walk_[i_ - base_]                 \
+                                                : khl_hashat_##name(hashes_, &ahead_, fp_, nb_, base_, i_); \
                 const uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);   \
                 SET;                                                                \
                 khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                   \
@@ -1399,18 +1402,61 @@ static inline uint64_t khl_mix(uint64_t hash)
         return khl_indirect_##name ? hashes[i - base]                               \
                                    : khl_hashof_##name(*khl_keyp_##name(slots, nb, i)); \
     }                                                                               \
+    /* A doubling's keys at home, those of group base whose home was that */       \
+    /* group: their new home is group 2g or 2g+1 (g = base / 16), whose free */     \
+    /* buckets, its empty ones, are read once for the group (a move fills a */      \
+    /* new table from group 0 up; the spread in place walks down, and for */       \
+    /* g > 0 those groups are walked already or new).  Each such key takes the */  \
+    /* lowest one left with byte stores and no walk: a placement that loaded */     \
+    /* its group waited for the store of the one before (keys of one group go */    \
+    /* to the same two).  `in_place`: the bucket the key leaves is emptied. */      \
+    /* Returns the keys left for the walk (pushed past their home, or whose */      \
+    /* new home filled first), their hashes in walk[]. */                           \
+    static inline KHL_UNUSED uint32_t khl_placehome_##name(                         \
+        const khl_regions_t *to, const khl_regions_t *from, uint32_t base, uint32_t keys, \
+        uint64_t *hashes, uint32_t ahead, uint64_t *walk, int in_place)             \
+    {                                                                               \
+        /* Locals: a control byte's store may alias the regions' fields. */         \
+        unsigned char *const tc = to->ctrl, *const fc = from->ctrl;                 \
+        char *const tp = to->pairs, *const fp = from->pairs;                        \
+        const uint32_t tnb = to->n_buckets, fnb = from->n_buckets, shift = to->shift; \
+        const uint32_t dst = 2u * base;                                             \
+        uint32_t free_[2], rest = 0;                                                \
+        free_[0] = khl_group_empty(khl_group_load(tc + dst));                       \
+        free_[1] = khl_group_empty(khl_group_load(tc + dst + KHL_GROUP_WIDTH));     \
+        for (; keys; keys &= keys - 1u) {                                           \
+            const uint32_t i = base + khl_mask_lowest(keys);                        \
+            const uint64_t hash = khl_hashat_##name(hashes, &ahead, fp, fnb, base, i); \
+            const uint32_t d = khl_probe_home(hash, shift, tnb - KHL_GROUP_WIDTH) - dst; \
+            if (d < 2u * KHL_GROUP_WIDTH && free_[d / KHL_GROUP_WIDTH]) {           \
+                const uint32_t j = dst + d + khl_mask_lowest(free_[d / KHL_GROUP_WIDTH]); \
+                free_[d / KHL_GROUP_WIDTH] &= free_[d / KHL_GROUP_WIDTH] - 1u;      \
+                tc[j] = khl_tag_large(hash);                                        \
+                if (in_place)                                                       \
+                    fc[i] = KHL_CTRL_EMPTY;                                         \
+                khl_slotcopy_##name(tp, tnb, j, fp, fnb, i);                        \
+            } else {                                                                \
+                walk[i - base] = hash;                                              \
+                rest |= 1u << (i - base);                                           \
+            }                                                                       \
+        }                                                                           \
+        return rest;                                                                \
+    }                                                                               \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
         /* Up to KHL_MOVE_GROUPS groups, the new table's free buckets are a */      \
         /* bitmap on the stack and its control bytes are stored a byte at a */      \
         /* time, never loaded: a group's load, blend and store waited on the */     \
         /* store before it (a life of 64 sequential u32 keys 1.27 -> 0.92 us). */   \
+        /* Past them a doubling places the keys at home first (khl_placehome). */   \
         uint16_t taken_[KHL_MOVE_GROUPS];                                           \
         if (to->n_buckets <= KHL_MOVE_GROUPS * KHL_GROUP_WIDTH) {                   \
             memset(taken_, 0, (to->n_buckets + KHL_GROUP_WIDTH - 1u) / KHL_GROUP_WIDTH * sizeof *taken_); \
-            KHL_I_MOVE_LOOP(name, to, from, taken_, tc_[j_] = khl_tag_in(hash_, tnb_)); \
+            KHL_I_MOVE_LOOP(name, to, from, taken_, 0, tc_[j_] = khl_tag_in(hash_, tnb_)); \
+        } else if (to->n_buckets == 2u * from->n_buckets) {                         \
+            KHL_I_MOVE_LOOP(name, to, from, NULL, 1, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
         } else {                                                                    \
-            KHL_I_MOVE_LOOP(name, to, from, NULL, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
+            KHL_I_MOVE_LOOP(name, to, from, NULL, 0, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
         }                                                                           \
     }                                                                               \
     /* In place (hashbrown's way), in a table of more than one group: the keys */   \
@@ -1452,46 +1498,6 @@ static inline uint64_t khl_mix(uint64_t hash)
             hash = khl_hashof_##name(*khl_keyp_##name(r->pairs, nb, i));            \
         }                                                                           \
     }                                                                               \
-    /* A doubling's keys at home (their old home group is the group walked, */      \
-    /* g > 0), first: they go to groups 2g and 2g+1, walked already or new, */      \
-    /* whose free buckets are their empty ones, read once for the group, and */     \
-    /* their control bytes are byte stores that no load of this group's */         \
-    /* placements reads back, with no walk.  The keys pushed past their home, */    \
-    /* and any that find their new home full, then take the walk. */                \
-    static inline KHL_UNUSED void khl_spreadhome_##name(const khl_regions_t *r, uint32_t base, \
-                                                        uint32_t marked, uint64_t *hashes, \
-                                                        uint32_t ahead)             \
-    {                                                                               \
-        /* Locals: a control byte's store may alias the regions' fields. */         \
-        unsigned char *const ctrl = r->ctrl;                                        \
-        char *const slots = r->pairs;                                               \
-        const uint32_t nb = r->n_buckets, shift = r->shift, to = 2u * base;         \
-        uint32_t free_[2], rest = 0, i;                                             \
-        uint64_t walk[KHL_GROUP_WIDTH];                                             \
-        free_[0] = khl_group_empty(khl_group_load(ctrl + to));                      \
-        free_[1] = khl_group_empty(khl_group_load(ctrl + to + KHL_GROUP_WIDTH));    \
-        for (; marked; marked &= marked - 1u) {                                     \
-            uint64_t hash;                                                          \
-            uint32_t d;                                                             \
-            i = base + khl_mask_lowest(marked);                                     \
-            hash = khl_hashat_##name(hashes, &ahead, slots, nb, base, i);           \
-            d = khl_probe_home(hash, shift, nb - KHL_GROUP_WIDTH) - to;             \
-            if (d < 2u * KHL_GROUP_WIDTH && free_[d / KHL_GROUP_WIDTH]) {           \
-                const uint32_t j = to + d + khl_mask_lowest(free_[d / KHL_GROUP_WIDTH]); \
-                free_[d / KHL_GROUP_WIDTH] &= free_[d / KHL_GROUP_WIDTH] - 1u;      \
-                ctrl[j] = khl_tag_large(hash);                                      \
-                ctrl[i] = KHL_CTRL_EMPTY;                                           \
-                khl_slotcopy_##name(slots, nb, j, slots, nb, i);                    \
-            } else {                                                                \
-                walk[i - base] = hash;                                              \
-                rest |= 1u << (i - base);                                           \
-            }                                                                       \
-        }                                                                           \
-        for (; rest; rest &= rest - 1u) {                                           \
-            i = base + khl_mask_lowest(rest);                                       \
-            khl_spreadkey_##name(r, i, walk[i - base]);                             \
-        }                                                                           \
-    }                                                                               \
     static KHL_UNUSED void khl_rehash_##name(const khl_regions_t *r, uint32_t n_placed) \
     {                                                                               \
         uint32_t i, base, nb = r->n_buckets;                                        \
@@ -1505,7 +1511,12 @@ static inline uint64_t khl_mix(uint64_t hash)
             marked = khl_group_match(khl_group_load(r->ctrl + base), KHL_CTRL_DELETED); \
             ahead = khl_hashstart_##name(hashes, marked, r->pairs, nb, base);       \
             if (nb == 2u * n_placed && base > 0) {                                  \
-                khl_spreadhome_##name(r, base, marked, hashes, ahead);              \
+                uint64_t walk[KHL_GROUP_WIDTH];                                     \
+                marked = khl_placehome_##name(r, r, base, marked, hashes, ahead, walk, 1); \
+                for (; marked; marked &= marked - 1u) {                             \
+                    i = base + khl_mask_lowest(marked);                             \
+                    khl_spreadkey_##name(r, i, walk[i - base]);                     \
+                }                                                                   \
                 continue;                                                           \
             }                                                                       \
             for (; marked; marked &= marked - 1u) {                                 \

@@ -129,45 +129,51 @@ static inline uint64_t own_bits(uint64_t k)
 #define KHL_HASH_MIXED_own_bits
 KHL_INIT(pile, uint64_t, uint64_t, 1, own_bits, khl_eq_int)
 
-/* A doubling spreads the keys of old group g to groups 2g and 2g+1.  Forty
- * keys share one home group at every size (their top 40 bits): 16 fit
- * there, the rest sit in later groups, which the spread walks first, so
- * their new home fills before the keys still at home come to it.  Both
- * then take the walk: every key stays found and the table checks out
- * after each growth. */
+/* A doubling sends the keys of old group g that sit in their home group to
+ * groups 2g and 2g+1, placed there without a walk unless keys that took
+ * the walk filled those groups first.  Two piles of 40 keys share one home
+ * group each at every size (their top 40 bits): 16 fit there and the rest
+ * sit in the groups the walk visits next.  The spread in place walks the
+ * groups down, so keys of the middle pile pushed into later groups come to
+ * the new home first; a move into a new block goes up, and keys of the
+ * pile on the last group wrap around to the first groups.  Both ways out
+ * of the placement without a walk run, and every key stays found. */
 Test(resize, a_doubling_whose_new_home_group_fills_keeps_every_key)
 {
     enum { PILED = 40, SPREAD = 30000 };
-    const uint64_t pile = 0x9E3779B97FULL << 24;
-    uint64_t s = 12345;
-    resize_alloc_t r;
-    resize_alloc_init(&r, 1);
-    khl_t(pile) h;
-    khl_init(pile, &h, &r.a);
-    uint32_t nb = 0;
-    for (uint32_t i = 0; i < SPREAD; ++i) {
-        uint64_t k = prng_next(&s) | 1u;   /* odd: never one of the piled keys */
-        int ret;
-        khl_val(pile, &h, khl_put(pile, &h, k, &ret)) = ~k;
-        if (i % (SPREAD / PILED) == 0)
-            khl_val(pile, &h, khl_put(pile, &h, pile | (2u * i), &ret)) = i;
-        if (khl_n_buckets(pile, &h) != nb) {
-            nb = khl_n_buckets(pile, &h);
-            cr_assert_eq(khl_check(pile, &h), 0, "after growing to %u buckets", nb);
+    const uint64_t piles[2] = {0x9E3779B97FULL << 24, 0x7FFFFFFFFFULL << 24};
+    for (int resizes = 0; resizes <= 1; ++resizes) {
+        uint64_t s = 12345;
+        resize_alloc_t r;
+        resize_alloc_init(&r, resizes);
+        khl_t(pile) h;
+        khl_init(pile, &h, &r.a);
+        uint32_t nb = 0;
+        for (uint32_t i = 0; i < SPREAD; ++i) {
+            uint64_t k = prng_next(&s) | 1u;   /* odd: never a piled key */
+            int ret;
+            khl_val(pile, &h, khl_put(pile, &h, k, &ret)) = ~k;
+            if (i % (SPREAD / PILED) == 0)
+                for (int p = 0; p < 2; ++p)
+                    khl_val(pile, &h, khl_put(pile, &h, piles[p] | (2u * i), &ret)) = i + (uint32_t)p;
+            if (khl_n_buckets(pile, &h) != nb) {
+                nb = khl_n_buckets(pile, &h);
+                cr_assert_eq(khl_check(pile, &h), 0, "after growing to %u buckets", nb);
+            }
         }
-    }
-    cr_assert_geq(r.resizes, 3, "grew through the resize: %u", r.resizes);
-    s = 12345;
-    for (uint32_t i = 0; i < SPREAD; ++i) {
-        uint64_t k = prng_next(&s) | 1u, *v = khl_getp(pile, &h, k);
-        cr_assert(v && *v == ~k, "key %u lost", i);
-        if (i % (SPREAD / PILED) == 0) {
-            v = khl_getp(pile, &h, pile | (2u * i));
-            cr_assert(v && *v == i, "piled key %u lost", i);
+        cr_assert_eq(r.resizes >= 3, resizes, "grew through the resize: %u", r.resizes);
+        s = 12345;
+        for (uint32_t i = 0; i < SPREAD; ++i) {
+            uint64_t k = prng_next(&s) | 1u, *v = khl_getp(pile, &h, k);
+            cr_assert(v && *v == ~k, "key %u lost", i);
+            for (int p = 0; i % (SPREAD / PILED) == 0 && p < 2; ++p) {
+                v = khl_getp(pile, &h, piles[p] | (2u * i));
+                cr_assert(v && *v == i + (uint32_t)p, "piled key %u of pile %d lost", i, p);
+            }
         }
+        cr_assert_eq(khl_size(pile, &h), SPREAD + 2 * PILED);
+        khl_destroy(pile, &h);
     }
-    cr_assert_eq(khl_size(pile, &h), SPREAD + PILED);
-    khl_destroy(pile, &h);
 }
 
 /* Growth past a reservation ends it, whichever way the block grows: the
