@@ -838,26 +838,25 @@ static void threads_explained(FILE *o)
 {
     static const char *const who[] = {"khl_pool_per_thread", "mimalloc", "jemalloc", "glibc"};
     enum { WHO = sizeof who / sizeof who[0] };
-    double wall[WHO], ratio[WHO], alone[WHO];
+    /* perfect: wall / ratio, the one-thread time times T / min(T, cores). */
+    double perfect[WHO], extra[WHO], alone[WHO];
     for (int i = 0; i < WHO; ++i) {
-        wall[i] = val("pool_threads", "seed", FASTMM_WRITE, who[i], 4, "seconds");
-        ratio[i] = val("pool_threads", "seed", FASTMM_WRITE, who[i], 4, "ratio_to_one_thread");
+        double wall = val("pool_threads", "seed", FASTMM_WRITE, who[i], 4, "seconds");
+        perfect[i] = wall / val("pool_threads", "seed", FASTMM_WRITE, who[i], 4, "ratio_to_one_thread");
+        extra[i] = wall - perfect[i];
         alone[i] = val("pool_threads", "seed", FASTMM_WRITE, who[i], 1, "seconds");
-        if (isnan(wall[i]) || isnan(ratio[i]) || isnan(alone[i]))
+        if (isnan(extra[i]) || isnan(alone[i]))
             return;
     }
     fprintf(o, "- **Four threads, a pool each.** Past perfect scaling, a 4-thread run took about");
     for (int i = 0; i < WHO; ++i)
-        fprintf(o, "%s %.1f ms (%s)", i ? (i == WHO - 1 ? " and" : ",") : "",
-                (wall[i] - wall[i] / ratio[i]) * 1e3, who[i]);
+        fprintf(o, "%s %.1f ms (%s)", i ? (i == WHO - 1 ? " and" : ",") : "", extra[i] * 1e3, who[i]);
     fprintf(o, ". The row divides that time by the contender's own one-thread time (");
     for (int i = 0; i < WHO; ++i)
         fprintf(o, "%s%.1f ms", i ? ", " : "", alone[i] * 1e3);
-    /* wall / ratio, perfect scaling, is the one-thread time times T / min(T, cores). */
-    double scale = wall[0] / ratio[0] / alone[0], extra = wall[0] - wall[0] / ratio[0];
     fprintf(o, " in the same order): the same milliseconds weigh most on the fastest loop. At the "
                "pool's, 1.10x would take a one-thread loop of %.0f ms.\n",
-            extra / 0.10 / scale * 1e3);
+            extra[0] / 0.10 / (perfect[0] / alone[0]) * 1e3);
 }
 
 /* Why the unreserved latency targets come out as they do: where a fresh
