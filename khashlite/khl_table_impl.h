@@ -1304,6 +1304,7 @@ static inline uint64_t khl_mix(uint64_t hash)
     KHL_I_IMPL_FIND(HOT, name, eq_fn)                                               \
     KHL_I_IMPL_PUTSLOW(name, FN, UD, RESIZES)                                       \
     KHL_I_IMPL_PUTGROW(name, FN, UD)                                                \
+    KHL_I_IMPL_PUTLARGE(name, eq_fn)                                                \
     KHL_I_IMPL_PUT(HOT, name, eq_fn)                                                \
     KHL_I_IMPL_DEL(HOT, name)
 
@@ -1373,11 +1374,18 @@ static inline uint64_t khl_mix(uint64_t hash)
 /* The two rebuild loops, into new storage and in place, and the type's
  * description for khl_table.c. */
 #define KHL_I_IMPL_REBUILD(name)                                                    \
-    /* A rebuild's hashes, KHL_I_HASH_AHEAD keys ahead of the placements, */        \
-    /* for a hash declared indirect: start hashes the first keys of `ahead` */      \
-    /* (a mask of the buckets of the group at base) and returns the rest; */        \
-    /* next hashes one more; at gives bucket i's hash, from hashes[] (indexed */    \
-    /* by bucket in the group) after hashing one more ahead, or computed. */        \
+    KHL_I_IMPL_HASHAHEAD(name)                                                      \
+    KHL_I_IMPL_PLACEHOME(name)                                                      \
+    KHL_I_IMPL_MOVE(name)                                                           \
+    KHL_I_IMPL_SPREAD(name)                                                         \
+    KHL_I_IMPL_TYPEDESC(name)
+
+/* A rebuild's hashes, KHL_I_HASH_AHEAD keys ahead of the placements, for a
+ * hash declared indirect: start hashes the first keys of `ahead` (a mask of
+ * the buckets of the group at base) and returns the rest; next hashes one
+ * more; at gives bucket i's hash, from hashes[] (indexed by bucket in the
+ * group) after hashing one more ahead, or computed. */
+#define KHL_I_IMPL_HASHAHEAD(name)                                                  \
     static inline KHL_UNUSED void khl_hashnext_##name(uint64_t *hashes, uint32_t *ahead, \
                                                       char *slots, uint32_t nb, uint32_t base) \
     {                                                                               \
@@ -1401,17 +1409,19 @@ static inline uint64_t khl_mix(uint64_t hash)
             khl_hashnext_##name(hashes, ahead, slots, nb, base);                    \
         return khl_indirect_##name ? hashes[i - base]                               \
                                    : khl_hashof_##name(*khl_keyp_##name(slots, nb, i)); \
-    }                                                                               \
-    /* A doubling's keys at home, those of group base whose home was that */       \
-    /* group: their new home is group 2g or 2g+1 (g = base / 16), whose free */     \
-    /* buckets, its empty ones, are read once for the group (a move fills a */      \
-    /* new table from group 0 up; the spread in place walks down, and for */       \
-    /* g > 0 those groups are walked already or new).  Each such key takes the */  \
-    /* lowest one left with byte stores and no walk: a placement that loaded */     \
-    /* its group waited for the store of the one before (keys of one group go */    \
-    /* to the same two).  `in_place`: the bucket the key leaves is emptied. */      \
-    /* Returns the keys left for the walk (pushed past their home, or whose */      \
-    /* new home filled first), their hashes in walk[]. */                           \
+    }
+
+/* A doubling's keys at home, those of group base whose home was that group:
+ * their new home is group 2g or 2g+1 (g = base / 16), whose free buckets,
+ * its empty ones, are read once for the group (a move fills a new table from
+ * group 0 up; the spread in place walks down, and for g > 0 those groups are
+ * walked already or new).  Each such key takes the lowest one left with byte
+ * stores and no walk: a placement that loaded its group waited for the store
+ * of the one before (keys of one group go to the same two).  `in_place`: the
+ * bucket the key leaves is emptied.  Returns the keys left for the walk
+ * (pushed past their home, or whose new home filled first), their hashes in
+ * walk[]. */
+#define KHL_I_IMPL_PLACEHOME(name)                                                  \
     static inline KHL_UNUSED uint32_t khl_placehome_##name(                         \
         const khl_regions_t *to, const khl_regions_t *from, uint32_t base, uint32_t keys, \
         uint64_t *hashes, uint32_t ahead, uint64_t *walk, int in_place)             \
@@ -1441,14 +1451,17 @@ static inline uint64_t khl_mix(uint64_t hash)
             }                                                                       \
         }                                                                           \
         return rest;                                                                \
-    }                                                                               \
+    }
+
+/* The rebuild into new storage.  Up to KHL_MOVE_GROUPS groups, the new
+ * table's free buckets are a bitmap on the stack and its control bytes are
+ * stored a byte at a time, never loaded: a group's load, blend and store
+ * waited on the store before it (a life of 64 sequential u32 keys 1.27 ->
+ * 0.92 us).  Past them a doubling places the keys at home first
+ * (khl_placehome). */
+#define KHL_I_IMPL_MOVE(name)                                                       \
     static KHL_UNUSED void khl_move_##name(const khl_regions_t *to, const khl_regions_t *from) \
     {                                                                               \
-        /* Up to KHL_MOVE_GROUPS groups, the new table's free buckets are a */      \
-        /* bitmap on the stack and its control bytes are stored a byte at a */      \
-        /* time, never loaded: a group's load, blend and store waited on the */     \
-        /* store before it (a life of 64 sequential u32 keys 1.27 -> 0.92 us). */   \
-        /* Past them a doubling places the keys at home first (khl_placehome). */   \
         uint16_t taken_[KHL_MOVE_GROUPS];                                           \
         if (to->n_buckets <= KHL_MOVE_GROUPS * KHL_GROUP_WIDTH) {                   \
             memset(taken_, 0, (to->n_buckets + KHL_GROUP_WIDTH - 1u) / KHL_GROUP_WIDTH * sizeof *taken_); \
@@ -1458,24 +1471,25 @@ static inline uint64_t khl_mix(uint64_t hash)
         } else {                                                                    \
             KHL_I_MOVE_LOOP(name, to, from, NULL, 0, khl_ctrl_set(tc_, j_, khl_tag_in(hash_, tnb_))); \
         }                                                                           \
-    }                                                                               \
-    /* In place (hashbrown's way), in a table of more than one group: the keys */   \
-    /* of buckets [0, n_placed), whole groups (n_placed is the old bucket */        \
-    /* count, 32 or more), are marked deleted a group at a time; each */            \
-    /* goes to the first free bucket of its walk, unless that is in its own */      \
-    /* group; a marked key found there swaps in and is placed next.  From the */    \
-    /* last bucket down: after a doubling (a resize), the keys of group g go */     \
-    /* to groups 2g and 2g+1, which the walk has emptied of their own keys */       \
-    /* already, so a key in its home group moves once and swaps with none. */       \
-    /* A group's marked keys in a mask, hashed ahead where the hash is indirect */  \
-    /* (as in a move): placing a key changes no other bucket of its group (it */    \
-    /* stays there, or goes to another group), so the mask and the hashes hold */   \
-    /* until each key's turn; a key swapped in is hashed then.  A key's new */      \
-    /* bucket is set by a group store: the next placement loads that group, */      \
-    /* and a byte store would not forward to the load (timed: no faster). */        \
-    /* The bucket it leaves, in the group being walked, which no load reads */      \
-    /* again soon, is a byte store (2M u64 -> 448-bit inserts: 630 -> 583 M */      \
-    /* instructions). */                                                            \
+    }
+
+/* The rebuild in place (hashbrown's way), in a table of more than one group:
+ * the keys of buckets [0, n_placed), whole groups (n_placed is the old bucket
+ * count, 32 or more), are marked deleted a group at a time; each goes to the
+ * first free bucket of its walk, unless that is in its own group; a marked
+ * key found there swaps in and is placed next.  From the last bucket down:
+ * after a doubling (a resize), the keys of group g go to groups 2g and 2g+1,
+ * which the walk has emptied of their own keys already, so a key in its home
+ * group moves once and swaps with none.  A group's marked keys in a mask,
+ * hashed ahead where the hash is indirect (as in a move): placing a key
+ * changes no other bucket of its group (it stays there, or goes to another
+ * group), so the mask and the hashes hold until each key's turn; a key
+ * swapped in is hashed then.  A key's new bucket is set by a group store:
+ * the next placement loads that group, and a byte store would not forward to
+ * the load (timed: no faster).  The bucket it leaves, in the group being
+ * walked, which no load reads again soon, is a byte store (2M u64 -> 448-bit
+ * inserts: 630 -> 583 M instructions). */
+#define KHL_I_IMPL_SPREAD(name)                                                     \
     static inline KHL_UNUSED void khl_spreadkey_##name(const khl_regions_t *r, uint32_t i, \
                                                        uint64_t hash)               \
     {                                                                               \
@@ -1524,7 +1538,10 @@ static inline uint64_t khl_mix(uint64_t hash)
                 khl_spreadkey_##name(r, i, khl_hashat_##name(hashes, &ahead, r->pairs, nb, base, i)); \
             }                                                                       \
         }                                                                           \
-    }                                                                               \
+    }
+
+/* The type as khl_table.c sees it: sizes, load, first block, rebuilds. */
+#define KHL_I_IMPL_TYPEDESC(name)                                                   \
     static const khl_type_t khl_type_##name KHL_UNUSED = {                          \
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
@@ -1775,8 +1792,8 @@ static inline uint64_t khl_mix(uint64_t hash)
         return r_.i;                                                                \
     }
 
-/* put, and the put into a table of more than one group. */
-#define KHL_I_IMPL_PUT(HOT, name, eq_fn)                                            \
+/* The put into a table of more than one group. */
+#define KHL_I_IMPL_PUTLARGE(name, eq_fn)                                            \
     /* A put that passed its home group: on with the walk for the key, then */      \
     /* putslow's insertion into the first group with room. */                       \
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putrest_##name(                 \
@@ -1810,7 +1827,11 @@ static inline uint64_t khl_mix(uint64_t hash)
                    *khl_keyp_##name(slots, nb, home_ + khl_mask_highest(f_)) = key; \
                    *ret = 1;                                                        \
                    return home_ + khl_mask_highest(f_);)                            \
-    }                                                                               \
+    }
+
+/* put: the first block, a tiny table's scan, a one-group table's match
+ * inline; a larger table's put by khl_putlarge. */
+#define KHL_I_IMPL_PUT(HOT, name, eq_fn)                                            \
     HOT khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret)   \
     {                                                                               \
         khl_block_t *b = h->b;                                                      \
