@@ -287,6 +287,57 @@ static void headline(FILE *o, const char *workload)
     }
 }
 
+/* The other churn workloads in one table: split3 over single for every
+ * allocator and n (their ns, allocations and bytes are in summary.csv, and
+ * churn_int's table above shows what they are made of). */
+static const char *const other_churns[] = {"churn_int_reserve", "churn_str", "churn_str_reserve"};
+
+static void churn_ratios(FILE *o, const char *const *workloads, int n_workloads)
+{
+    fprintf(o, "\nsplit3 ns / single ns (above 1: the single block is faster); each row's ns, "
+               "allocations and bytes per layout are in summary.csv.\n\n| workload | allocator |");
+    for (int i = 1; i < N_CHURN; ++i)
+        fprintf(o, " n = %ld |", churn_n[i]);
+    fprintf(o, "\n|---|---|");
+    for (int i = 1; i < N_CHURN; ++i)
+        fprintf(o, "---|");
+    fputc('\n', o);
+    for (int w = 0; w < n_workloads; ++w)
+        for (int a = 0; a < N_ALLOC; ++a) {
+            if (isnan(val(workloads[w], "khashlite", "single", allocators[a], churn_n[1], "ns_per_lifecycle")))
+                continue;
+            fprintf(o, "| %s | %s |", workloads[w], allocators[a]);
+            for (int i = 1; i < N_CHURN; ++i)
+                ratio_cell(o, val(workloads[w], "khashlite", "split3", allocators[a], churn_n[i], "ns_per_lifecycle"),
+                           val(workloads[w], "khashlite", "single", allocators[a], churn_n[i], "ns_per_lifecycle"));
+            fputc('\n', o);
+        }
+}
+
+/* The object model (bench/programs/objmodel.c): its three tables side by
+ * side, a row per allocator and ivar count. */
+static void objmodel_table(FILE *o)
+{
+    static const char *const tables[3][2] = {{"khashlite", "single"}, {"khashlite", "split3"}, {"khash", "khash"}};
+    static const char *const metrics[3] = {"ns_per_object", "allocs_per_object", "bytes_per_object"};
+    static const long ivars[] = {0, 1, 3, 8};
+    fprintf(o, "\n`objmodel`: ns, allocations and bytes asked per object (median [min, max] of ns in "
+               "summary.csv), khashlite single / split3 / khash.\n\n| allocator | ivars | ns | allocs | bytes |\n"
+               "|---|---|---|---|---|\n");
+    for (int a = 0; a < N_ALLOC; ++a)
+        for (size_t i = 0; i < sizeof ivars / sizeof ivars[0]; ++i) {
+            if (isnan(val("objmodel", "khashlite", "single", allocators[a], ivars[i], metrics[0])))
+                continue;
+            fprintf(o, "| %s | %ld |", allocators[a], ivars[i]);
+            for (int m = 0; m < 3; ++m)
+                for (int t = 0; t < 3; ++t)
+                    fprintf(o, "%s%.4g%s", t ? " / " : " ",
+                            val("objmodel", tables[t][0], tables[t][1], allocators[a], ivars[i], metrics[m]),
+                            t == 2 ? " |" : "");
+            fputc('\n', o);
+        }
+}
+
 static void no_gain(FILE *o)
 {
     int any = 0;
@@ -1855,9 +1906,7 @@ int main(int argc, char **argv)
                "(relative to single), `churn_bytes.svg` (bytes per table), `latency.svg` (latency "
                "trace) and `mruby.svg` (mruby: stock CPU seconds / khl CPU seconds, paired).\n");
     fprintf(o, "\n## Churn, other key types and reserve\n");
-    headline(o, "churn_int_reserve");
-    headline(o, "churn_str");
-    headline(o, "churn_str_reserve");
+    churn_ratios(o, other_churns, 3);
     fprintf(o, "\n## Many live tables\n\nBytes per table as the allocator spends them (RSS growth "
                "while the tables are built, handle included), and ns per random lookup across them.\n");
     dump(o, "many");
@@ -1867,7 +1916,8 @@ int main(int argc, char **argv)
                "(time and peak RSS), and an interpreter-style object model whose instance-variable "
                "tables are khashlite single, split3 or htslib's khash.\n");
     dump(o, "interp");
-    dump(o, "objmodel");
+    objmodel_table(o);
+    dump(o, "objmodel_live");
     mruby_section(o);
     mruby_pool_section(o);
     fprintf(o, "\n## The seeds, reproduced\n");
