@@ -290,10 +290,10 @@ static void headline(FILE *o, const char *workload)
 /* The other churn workloads in one table: split3 over single for every
  * allocator and n (their ns, allocations and bytes are in summary.csv, and
  * churn_int's table above shows what they are made of). */
-static const char *const other_churns[] = {"churn_int_reserve", "churn_str", "churn_str_reserve"};
-
-static void churn_ratios(FILE *o, const char *const *workloads, int n_workloads)
+static void churn_ratios(FILE *o)
 {
+    static const char *const workloads[] = {"churn_int_reserve", "churn_str", "churn_str_reserve"};
+    const int n_workloads = (int)(sizeof workloads / sizeof workloads[0]);
     fprintf(o, "\nsplit3 ns / single ns (above 1: the single block is faster); each row's ns, "
                "allocations and bytes per layout are in summary.csv.\n\n| workload | allocator |");
     for (int i = 1; i < N_CHURN; ++i)
@@ -1906,7 +1906,7 @@ int main(int argc, char **argv)
                "(relative to single), `churn_bytes.svg` (bytes per table), `latency.svg` (latency "
                "trace) and `mruby.svg` (mruby: stock CPU seconds / khl CPU seconds, paired).\n");
     fprintf(o, "\n## Churn, other key types and reserve\n");
-    churn_ratios(o, other_churns, 3);
+    churn_ratios(o);
     fprintf(o, "\n## Many live tables\n\nBytes per table as the allocator spends them (RSS growth "
                "while the tables are built, handle included), and ns per random lookup across them.\n");
     dump(o, "many");
