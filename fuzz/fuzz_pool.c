@@ -10,7 +10,8 @@
  * are huge and go through the kept mappings, a limit_bytes of 4 MiB so
  * that arenas are cut to size and kept memory is given back under it, and
  * no backing allocator: mmap, whose chunks' pages a plain or checked pool
- * faults a step at a time ahead of its bump pointer; no call fails then). */
+ * faults a step at a time ahead of its bump pointer; no call fails then;
+ * and huge_pages, whose arenas and huge blocks then start on huge pages). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opt.limit_bytes = (size_t)4 << 20;
     if (data[0] & 64)
         opt.backing = NULL;
+    opt.huge_pages = data[0] >> 7;
     khl_pool_t *p = khl_pool_new(&opt);
     if (!p) {
         check_alloc_fini(&bk);

@@ -80,6 +80,7 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt)
     p->prefault = !o.backing && (o.lazy_pages == KHL_POOL_PAGES_AHEAD ||
                                  (o.lazy_pages == 0 && khl_i_faults_ahead_pay(p->page)));
     p->phys = phys > 0 && (unsigned long)phys <= SIZE_MAX / p->page ? (size_t)phys * p->page : SIZE_MAX;
+    p->huge_page = o.huge_pages && !o.backing ? khl_i_huge_page_size() : 0;
     if (o.backing)
         p->backing = *o.backing;
     p->meta = meta;

@@ -9,6 +9,7 @@
 #include "khl_pool_os.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -123,6 +124,54 @@ int khl_i_faults_ahead_pay(size_t page)
     return a - 1;
 }
 
+/* The kernel's transparent huge page (hpage_pmd_size), read once per
+ * process; 2 MiB where it does not say (a kernel without transparent huge
+ * pages: huge_pages then only aligns). */
+static _Atomic size_t huge_page_answer;
+
+size_t khl_i_huge_page_size(void)
+{
+    size_t h = atomic_load_explicit(&huge_page_answer, memory_order_relaxed);
+    if (!h) {
+        unsigned long v = 0;
+        FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+        if (f) {
+            if (fscanf(f, "%lu", &v) != 1)
+                v = 0;
+            fclose(f);
+        }
+        h = v >= 4096 && v <= SIZE_MAX / 4 && !(v & (v - 1)) ? (size_t)v : (size_t)2 << 20;
+        atomic_store_explicit(&huge_page_answer, h, memory_order_relaxed);
+    }
+    return h;
+}
+
+/* Whether a frame of len bytes spans a huge page (huge_pages). */
+static int frame_is_huge(const khl_pool_t *p, size_t len)
+{
+    return p->huge_page && len >= p->huge_page;
+}
+
+/* A frame's alignment: chunk_bytes, or the huge page where it spans one. */
+static size_t frame_align(const khl_pool_t *p, size_t len)
+{
+    return frame_is_huge(p, len) && p->huge_page > p->chunk_bytes ? p->huge_page : p->chunk_bytes;
+}
+
+/* Asks for huge pages on a frame that spans one.  The kernel may refuse
+ * (huge pages off, or an old kernel): the frame serves as well without. */
+static void advise_huge(khl_pool_t *p, char *a, size_t len)
+{
+#ifdef MADV_HUGEPAGE
+    if (frame_is_huge(p, len)) {
+        p->sys_calls++;
+        (void)madvise(a, len, MADV_HUGEPAGE);
+    }
+#else
+    (void)p, (void)a, (void)len;
+#endif
+}
+
 /* Unmaps what lies around a..a+len in the mapping m..m+map. */
 static void trim_slack(khl_pool_t *p, char *m, size_t map, char *a, size_t len)
 {
@@ -184,8 +233,14 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
         *raw = m;
         return (char *)align_up((uintptr_t)m, align);
     } else {
-        size_t len = *raw_size, map = len + align - p->page;
-        char *m, *a = map_at_hint(p, len);
+        size_t len = *raw_size, map;
+        char *m, *a;
+        align = frame_align(p, len);
+        if (len > SIZE_MAX - align)
+            return NULL;
+        map = len + align - p->page;
+        /* The hint keeps frames next to each other at chunk_bytes. */
+        a = align == p->chunk_bytes ? map_at_hint(p, len) : NULL;
         if (!a) {
             p->sys_calls++;
             m = (char *)mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -198,7 +253,8 @@ static char *frame_alloc(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_si
             p->map_up = p->map_last && a > p->map_last;
         }
         p->map_last = a;
-        p->map_above = (char *)((uintptr_t)a + align_up(len, align));
+        p->map_above = (char *)((uintptr_t)a + align_up(len, p->chunk_bytes));
+        advise_huge(p, a, len);
         *raw = a;
         return a;
     }
@@ -411,22 +467,30 @@ void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k, khl_pool_unmap_t *u
 }
 
 /* A mapped frame (no backing) resized to raw_size bytes with its pages
- * moved, not copied: in place when the address space after it is free,
- * else into a fresh reservation aligned to chunk_bytes.  Returns its header
- * where it now is, or NULL with the frame untouched.  Counts nothing. */
+ * moved, not copied: in place when the address space after it is free and
+ * the frame starts as a frame of raw_size must (frame_align), else into a
+ * fresh reservation so aligned.  A frame that grows to span a huge page is
+ * advised then (huge_pages; a mapping keeps its advice when it moves).
+ * Returns its header where it now is, or NULL with the frame untouched.
+ * Counts nothing. */
 khl_pool_chunk_t *khl_i_frame_remap(khl_pool_t *p, khl_pool_chunk_t *k, size_t raw_size)
 {
 #ifdef MREMAP_FIXED
-    size_t align = p->chunk_bytes, map = raw_size + align - p->page;
+    size_t align = frame_align(p, raw_size), map, old = k->raw_size;
     char *m, *a;
     void *r;
-    p->sys_calls++;
-    if (mremap(k->raw, k->raw_size, raw_size, 0) != MAP_FAILED) {
-        k->raw_size = raw_size;
-        return k;
+    if ((uintptr_t)k->raw % align == 0) {
+        p->sys_calls++;
+        if (mremap(k->raw, old, raw_size, 0) != MAP_FAILED) {
+            k->raw_size = raw_size;
+            if (!frame_is_huge(p, old))
+                advise_huge(p, (char *)k->raw, raw_size);
+            return k;
+        }
     }
     if (raw_size > SIZE_MAX - align)
         return NULL;
+    map = raw_size + align - p->page;
     p->sys_calls++;
     m = (char *)mmap(NULL, map, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
@@ -440,6 +504,8 @@ khl_pool_chunk_t *khl_i_frame_remap(khl_pool_t *p, khl_pool_chunk_t *k, size_t r
         return NULL;
     }
     trim_slack(p, m, map, a, raw_size);
+    if (!frame_is_huge(p, old))
+        advise_huge(p, a, raw_size);
     k = (khl_pool_chunk_t *)(void *)a;
     k->raw = a;
     k->raw_size = raw_size;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -341,6 +342,97 @@ Test(pool_large, huge_mappings_are_kept_and_trimmed)
     cr_assert_eq(test_pool_stats(p).retained_bytes, 0);
     khl_pool_destroy(p);
     backing_done(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Huge pages                                                                */
+
+/* The kernel's transparent huge page as the pool reads it: 2 MiB where the
+ * kernel does not say. */
+static size_t huge_page(void)
+{
+    unsigned long v = 0;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    if (f) {
+        if (fscanf(f, "%lu", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return v >= 4096 && !(v & (v - 1)) ? (size_t)v : 2 * MiB;
+}
+
+static khl_pool_t *huge_pool(const khl_allocator_t *backing)
+{
+    khl_pool_options_t o;
+    khl_pool_t *p;
+    memset(&o, 0, sizeof o);
+    o.huge_pages = 1;
+    o.backing = backing;
+    p = khl_pool_new(&o);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* The same calls on a pool and on one with huge_pages: the huge blocks
+ * (each spanning a huge page) and the arena start in the first page after
+ * a huge-page boundary, also once a grown block has moved; the bytes and
+ * the counts are the same but for the system calls. */
+Test(pool_large, huge_pages_start_huge_blocks_and_arenas_on_huge_pages)
+{
+    size_t h = huge_page(), n = (h > 4 * MiB ? h : 4 * MiB) + MiB;
+    khl_pool_t *pools[2] = {lpool(0, 0, NULL, 0, 0), huge_pool(NULL)};
+    khl_pool_stats_t s[2];
+    for (int v = 0; v < 2; v++) {
+        khl_pool_t *p = pools[v];
+        char *b[4], *span;
+        int aligned = 0, i;
+        for (i = 0; i < 4; i++) {
+            cr_assert_not_null(b[i] = khl_pool_alloc(p, n));
+            mark(b[i], n, (unsigned)i);
+            aligned += ((uintptr_t)b[i] & ~(uintptr_t)4095) % h == 0;
+        }
+        cr_assert_not_null(span = khl_pool_alloc(p, 100 * KiB));
+        cr_assert_not_null(b[0] = khl_pool_realloc(p, b[0], n, 4 * n), "a huge block could not grow");
+        cr_assert(prefix_marked(b[0], n - 1, 0), "a grown huge block lost its bytes");
+        aligned += ((uintptr_t)b[0] & ~(uintptr_t)4095) % h == 0;
+        if (v) {
+            cr_assert_eq(aligned, 5, "%d of 5 huge blocks start on a huge page", aligned);
+            if (8 * MiB >= h)
+                cr_assert_eq(window_of(span) % h, 0, "the arena does not start on a huge page");
+        }
+        cr_assert_eq(khl_pool_check(p), 0);
+        s[v] = test_pool_stats(p);
+        khl_pool_free(p, b[0], 4 * n);
+        for (i = 1; i < 4; i++)
+            khl_pool_free(p, b[i], n);
+        khl_pool_free(p, span, 100 * KiB);
+        cr_assert_eq(test_pool_stats(p).in_use_bytes, 0);
+        khl_pool_destroy(p);
+    }
+    cr_assert(s[1].in_use_bytes == s[0].in_use_bytes && s[1].system_bytes == s[0].system_bytes &&
+                  s[1].large_blocks == s[0].large_blocks && s[1].allocs == s[0].allocs,
+              "huge_pages changed the counts (system %zu against %zu)", s[1].system_bytes, s[0].system_bytes);
+}
+
+/* A backing allocator's memory is not the pool's to advise: with one,
+ * huge_pages changes nothing, not even the system calls. */
+Test(pool_large, huge_pages_leave_a_backing_allocators_memory_alone)
+{
+    check_alloc_t *c[2] = {backing_new(), backing_new()};
+    khl_pool_t *pools[2] = {lpool(0, 0, &c[0]->a, 0, 0), huge_pool(&c[1]->a)};
+    khl_pool_stats_t s[2];
+    for (int v = 0; v < 2; v++) {
+        void *b = khl_pool_alloc(pools[v], 9 * MiB), *span = khl_pool_alloc(pools[v], 100 * KiB);
+        cr_assert(b && span);
+        cr_assert_not_null(b = khl_pool_realloc(pools[v], b, 9 * MiB, 30 * MiB));
+        khl_pool_free(pools[v], span, 100 * KiB);
+        khl_pool_free(pools[v], b, 30 * MiB);
+        s[v] = test_pool_stats(pools[v]);
+        khl_pool_destroy(pools[v]);
+        backing_done(c[v]);
+    }
+    cr_assert_eq(s[1].system_calls, s[0].system_calls);
+    cr_assert_eq(s[1].system_bytes, s[0].system_bytes);
 }
 
 /* ------------------------------------------------------------------------ */
