@@ -38,7 +38,8 @@ BENCH_CXXFLAGS = -std=c++17 $(BENCH_OPT) -g -Wall -Wextra -I. -Ibench
 # (absl's u32 insert took 2.9x khashlite's time at 200k keys; 1.4x built
 # so).  khashlite's and khash's code is inline in the program's file.
 TABLE_BENCH_OBJ = $(addprefix $(BUILD)/bench/obj/,programs/peers.o programs/large.o \
-                    programs/large_lf77.o peers/flat.o peers/mruby.o peers/adapter.o)
+                    programs/large_lf77.o programs/hugepages.o peers/flat.o peers/mruby.o \
+                    peers/adapter.o)
 $(TABLE_BENCH_OBJ): BENCH_OPT = -O3 -DNDEBUG
 $(TABLE_BENCH_OBJ): bench/bench.mk
 BENCH_LIBS     = -lm -pthread -ldl
@@ -124,6 +125,13 @@ LARGECHURN_BIN = $(BUILD)/bench/khl-bench-largechurn
 $(LARGECHURN_BIN): $(BUILD)/bench/obj/programs/largechurn.o $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o $(LIB)
 	$(CC) -O2 -o $@ $^ $(BENCH_LIBS)
 BENCH_BINS += $(LARGECHURN_BIN)
+
+# huge_pages (bench/programs/hugepages.c): a large table on khl_pool with
+# and without huge_pages, one binary on glibc.
+HUGEPAGES_BIN = $(BUILD)/bench/khl-bench-hugepages
+$(HUGEPAGES_BIN): $(BUILD)/bench/obj/programs/hugepages.o $(BENCH_COMMON) $(BUILD)/bench/obj/malloc-glibc.o $(LIB)
+	$(CC) -O2 -o $@ $^ $(BENCH_LIBS)
+BENCH_BINS += $(HUGEPAGES_BIN)
 
 $(BUILD)/bench/khl-bench-report: bench/report/report.c
 	@mkdir -p $(@D)

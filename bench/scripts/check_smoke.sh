@@ -17,7 +17,7 @@ for a in glibc tcmalloc jemalloc mimalloc khl_pool khl_pool_inline khl_pool_hook
 done
 for w in churn_int churn_int_reserve churn_str churn_str_reserve hook_pair many large \
          seed_fastmm pool_latency pool_threads seed_hhs seed_lighttpd seed_latency seed_locks peers \
-         vs_khash tiny growth weak_hash large_churn; do
+         vs_khash tiny growth weak_hash large_churn huge_pages; do
     grep -q "^$w," "$csv" || fail "no rows for workload $w"
 done
 for s in '## Headline' '## Targets' '## Table core v2 targets' '## Many live tables' '## One large table' \

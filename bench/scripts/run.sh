@@ -70,6 +70,10 @@ echo "[bench] seed_fastmm, every allocator in one process, $(( $(date +%s) - sta
 # large_churn: the same way, for blocks of 16 KiB-1 MiB (bench/programs/largechurn.c).
 echo "[bench] large_churn, every allocator in one process, $(( $(date +%s) - start )) s" >&2
 "$BUILD/bench/khl-bench-largechurn" "${flags[@]}" >> "$csv"
+# huge_pages: a large table on khl_pool with and without huge pages
+# (bench/programs/hugepages.c).
+echo "[bench] huge_pages, $(( $(date +%s) - start )) s" >&2
+"$BUILD/bench/khl-bench-hugepages" "${flags[@]}" >> "$csv"
 # Real interpreters (mruby, Lua) running scripts on each allocator.
 if [ -f bench/scripts/interp.sh ]; then
     BUILD=$BUILD bash bench/scripts/interp.sh "$mode" "$csv"
