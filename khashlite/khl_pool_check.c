@@ -313,6 +313,12 @@ static int span_ok(const khl_pool_t *p, const khl_pool_chunk_t *k)
     return 0;
 }
 
+/* huge_pages: a mapped frame that spans a huge page starts on one. */
+static int huge_page_aligned(const khl_pool_t *p, const void *raw, size_t raw_size)
+{
+    return !p->huge_page || p->backing.fn || raw_size < p->huge_page || !((uintptr_t)raw % p->huge_page);
+}
+
 /* Every arena's used bits are exactly its spans' windows, none twice;
  * empty arenas and the bytes they retain are counted right. */
 static int arenas_ok(const khl_pool_t *p, size_t *raw)
@@ -325,7 +331,8 @@ static int arenas_ok(const khl_pool_t *p, size_t *raw)
         if (++n > p->narenas)
             return broken("arena list longer than narenas (%zu)", p->narenas);
         if (a->prev != prev || (uintptr_t)a->base & p->hot.mask || !a->nwin || a->nwin > ARENA_MAX_WINDOWS ||
-            a->raw_size != khl_i_frame_cost(p, a->nwin * p->chunk_bytes))
+            a->raw_size != khl_i_frame_cost(p, a->nwin * p->chunk_bytes) ||
+            !huge_page_aligned(p, a->raw, a->raw_size))
             return broken("arena %p: mislinked, unaligned or of %u windows in %zu bytes", (const void *)a,
                           a->nwin, a->raw_size);
         for (k = p->large; k; k = k->next)
@@ -360,7 +367,8 @@ static int huge_cache_ok(const khl_pool_t *p, size_t *raw)
     size_t n = 0, bytes = 0;
     for (k = p->huge_cache; k; prev = k, k = k->next) {
         if (++n > HUGE_CACHE_FRAMES || k->prev != prev || (uintptr_t)k & p->hot.mask ||
-            khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE || k->cls)
+            khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE || k->cls ||
+            !huge_page_aligned(p, k->raw, k->raw_size))
             return broken("kept mapping %p: mislinked, indexed or not a huge frame", (const void *)k);
         bytes += k->raw_size;
     }
@@ -408,7 +416,7 @@ int khl_i_check_held(const khl_pool_t *p)
         if (++nlarge > p->nlarge)
             return broken("large block list longer than nlarge (%zu)", p->nlarge);
         if ((uintptr_t)k & p->hot.mask || !khl_i_index_has(p, (uintptr_t)k) || k->kind != KIND_LARGE ||
-            k->prev != prev)
+            k->prev != prev || (!k->cls && !huge_page_aligned(p, k->raw, k->raw_size)))
             return broken("large block frame %p unaligned, unindexed, of another kind or mislinked",
                           (const void *)k);
         if (k->size <= p->max_small || k->size > k->cap || k->slots < (const char *)k + FRAME_HEADER_BYTES ||
