@@ -316,7 +316,7 @@ static int span_ok(const khl_pool_t *p, const khl_pool_chunk_t *k)
 /* huge_pages: a mapped frame that spans a huge page starts on one. */
 static int huge_page_aligned(const khl_pool_t *p, const void *raw, size_t raw_size)
 {
-    return !p->huge_page || p->backing.fn || raw_size < p->huge_page || !((uintptr_t)raw % p->huge_page);
+    return !khl_i_frame_is_huge(p, raw_size) || !((uintptr_t)raw % p->huge_page);
 }
 
 /* Every arena's used bits are exactly its spans' windows, none twice;

@@ -146,16 +146,10 @@ size_t khl_i_huge_page_size(void)
     return h;
 }
 
-/* Whether a frame of len bytes spans a huge page (huge_pages). */
-static int frame_is_huge(const khl_pool_t *p, size_t len)
-{
-    return p->huge_page && len >= p->huge_page;
-}
-
 /* A frame's alignment: chunk_bytes, or the huge page where it spans one. */
 static size_t frame_align(const khl_pool_t *p, size_t len)
 {
-    return frame_is_huge(p, len) && p->huge_page > p->chunk_bytes ? p->huge_page : p->chunk_bytes;
+    return khl_i_frame_is_huge(p, len) && p->huge_page > p->chunk_bytes ? p->huge_page : p->chunk_bytes;
 }
 
 /* Asks for huge pages on a frame that spans one.  The kernel may refuse
@@ -163,7 +157,7 @@ static size_t frame_align(const khl_pool_t *p, size_t len)
 static void advise_huge(khl_pool_t *p, char *a, size_t len)
 {
 #ifdef MADV_HUGEPAGE
-    if (frame_is_huge(p, len)) {
+    if (khl_i_frame_is_huge(p, len)) {
         p->sys_calls++;
         (void)madvise(a, len, MADV_HUGEPAGE);
     }
@@ -483,7 +477,7 @@ khl_pool_chunk_t *khl_i_frame_remap(khl_pool_t *p, khl_pool_chunk_t *k, size_t r
         p->sys_calls++;
         if (mremap(k->raw, old, raw_size, 0) != MAP_FAILED) {
             k->raw_size = raw_size;
-            if (!frame_is_huge(p, old))
+            if (!khl_i_frame_is_huge(p, old))
                 advise_huge(p, (char *)k->raw, raw_size);
             return k;
         }
@@ -504,7 +498,7 @@ khl_pool_chunk_t *khl_i_frame_remap(khl_pool_t *p, khl_pool_chunk_t *k, size_t r
         return NULL;
     }
     trim_slack(p, m, map, a, raw_size);
-    if (!frame_is_huge(p, old))
+    if (!khl_i_frame_is_huge(p, old))
         advise_huge(p, a, raw_size);
     k = (khl_pool_chunk_t *)(void *)a;
     k->raw = a;

@@ -238,6 +238,14 @@ KHL_HIDDEN int khl_i_pages_prefault(khl_pool_t *p, char *from, char *to);
 KHL_HIDDEN int khl_i_ahead_pays(uint64_t trap_ns, uint64_t ahead_ns);
 KHL_HIDDEN int khl_i_faults_ahead_pay(size_t page);
 KHL_HIDDEN size_t khl_i_huge_page_size(void);
+
+/* Whether a frame of len bytes spans a huge page (huge_pages; never with a
+ * backing allocator, whose pools keep huge_page 0): such a frame starts on
+ * one. */
+static inline int khl_i_frame_is_huge(const khl_pool_t *p, size_t len)
+{
+    return p->huge_page && len >= p->huge_page;
+}
 KHL_HIDDEN char *khl_i_region_take(khl_pool_t *p, size_t bytes, void **raw, size_t *raw_size);
 KHL_HIDDEN void khl_i_index_add(khl_pool_t *p, uintptr_t key);
 KHL_HIDDEN void khl_i_index_remove(khl_pool_t *p, uintptr_t key);
