@@ -126,12 +126,12 @@ int khl_i_faults_ahead_pay(size_t page)
 
 /* The kernel's transparent huge page (hpage_pmd_size), read once per
  * process; 2 MiB where it does not say (a kernel without transparent huge
- * pages: huge_pages then only aligns). */
-static _Atomic size_t huge_page_answer;
+ * pages: huge_pages then only aligns) or says more than 1 GiB. */
+static _Atomic uint32_t huge_page_answer;
 
-size_t khl_i_huge_page_size(void)
+uint32_t khl_i_huge_page_size(void)
 {
-    size_t h = atomic_load_explicit(&huge_page_answer, memory_order_relaxed);
+    uint32_t h = atomic_load_explicit(&huge_page_answer, memory_order_relaxed);
     if (!h) {
         unsigned long v = 0;
         FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
@@ -140,7 +140,7 @@ size_t khl_i_huge_page_size(void)
                 v = 0;
             fclose(f);
         }
-        h = v >= 4096 && v <= SIZE_MAX / 4 && !(v & (v - 1)) ? (size_t)v : (size_t)2 << 20;
+        h = v >= 4096 && v <= (1ul << 30) && !(v & (v - 1)) ? (uint32_t)v : (uint32_t)2 << 20;
         atomic_store_explicit(&huge_page_answer, h, memory_order_relaxed);
     }
     return h;
