@@ -7,7 +7,7 @@
 #include "support/prng.h"
 
 const char *const key_type_names[N_KEYTYPES] = {"u32", "u64", "str16"};
-const char *const key_kind_names[N_KINDS] = {"seq", "mult", "rand"};
+const char *const key_kind_names[N_KINDS] = {"seq", "mult", "rand", "stride", "ptr"};
 
 void keys_free(keys_t *k)
 {
@@ -23,11 +23,19 @@ static void key_make(keys_t *k, int type, int kind, size_t i, void *dst)
 {
     if (type == KEY_U32) {
         uint32_t x = (uint32_t)i;
-        x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : prng_mix32(x);
+        x = kind == KS_SEQ      ? x
+            : kind == KS_MULT   ? x * 2654435761u
+            : kind == KS_STRIDE ? x * KEYS_STRIDE
+            : kind == KS_PTR    ? KEYS_PTR_BASE32 + x * KEYS_PTR_SIZE
+                                : prng_mix32(x);
         memcpy(dst, &x, sizeof x);
     } else if (type == KEY_U64) {
         uint64_t x = (uint64_t)i;
-        x = kind == KS_SEQ ? x : kind == KS_MULT ? x * 2654435761u : prng_mix64(x);
+        x = kind == KS_SEQ      ? x
+            : kind == KS_MULT   ? x * 2654435761u
+            : kind == KS_STRIDE ? x * KEYS_STRIDE
+            : kind == KS_PTR    ? KEYS_PTR_BASE64 + x * KEYS_PTR_SIZE
+                                : prng_mix64(x);
         memcpy(dst, &x, sizeof x);
     } else {
         static const char hex[] = "0123456789abcdef";
