@@ -77,16 +77,23 @@
  * are a tag compared 16 buckets at a time (the top 7 in a table of at most
  * 16 buckets), the next ones choose the home group.  A hash whose top bits
  * are not well mixed (an identity, a 32-bit hash, khash's X31 string hash)
- * is safe: the table multiplies every hash by 2^64/phi (one multiply)
- * unless hash_fn is declared mixed, as boost's hash_is_avalanching declares
- * a hash, by
+ * is safe: the table multiplies every hash by 2^64/phi (one multiply), and
+ * a table of more than one group then remixes the product (an xor-shift
+ * and a second multiply, khl_remix: a product alone leaves keys of some
+ * strides, such as pointers to objects of one size, in a fraction of the
+ * groups), unless hash_fn is declared mixed, as boost's hash_is_avalanching
+ * declares a hash, by
  *     #define KHL_HASH_MIXED_<hash_fn>        (empty, or 1)
  * before the KHL_INIT, KHL_INIT_ALLOC or KHL_DEFINE that names it.
  * khl_hash_u32/u64/str are declared so.  Declare a hash only if its top
  * bits depend on every bit of the key (XXH3, wyhash, khl_hash_bytes of the
  * key): else, say, an identity's sequential keys all share one tag and
  * group, every operation walks the table, and khl_check reports it.  So
- * hash_fn is a name (of a function or a macro), not an expression.
+ * hash_fn is a name (of a function or a macro), not an expression.  A hash
+ * that is itself one multiply (Fibonacci hashing, as khl_hash_u32/u64 are)
+ * is declared mixed and also
+ *     #define KHL_HASH_PRODUCT_<hash_fn>      (empty, or 1)
+ * so that larger tables remix it as they remix their own product.
  *
  * A table of at most 4 buckets (the first block, where a key and its value
  * take more than 8 bytes) calls only eq_fn, a key at a time: its puts and
@@ -156,10 +163,13 @@ uint64_t khl_hash_bytes(const void *p, size_t n);      /* XXH3-64 */
 static inline uint64_t khl_hash_u64(uint64_t x);       /* one multiply: see below */
 static inline uint64_t khl_hash_u32(uint32_t x);
 
-/* Their top bits are mixed: the table takes them as they are (see Hashing). */
+/* Their top bits are mixed: the table takes them as they are (see Hashing);
+ * the integer ones are one multiply, which a larger table remixes. */
 #define KHL_HASH_MIXED_khl_hash_u32
 #define KHL_HASH_MIXED_khl_hash_u64
 #define KHL_HASH_MIXED_khl_hash_str
+#define KHL_HASH_PRODUCT_khl_hash_u32
+#define KHL_HASH_PRODUCT_khl_hash_u64
 /* It reads the string: a growth hashes keys ahead of placing them (see Hashing). */
 #define KHL_HASH_INDIRECT_khl_hash_str
 
@@ -354,9 +364,11 @@ static inline uint64_t khl_seed_get(void)
 /* Fibonacci hashing of the key xor the seed: one multiply.  The product's
  * top bits, which the table uses, depend on every key bit below them and
  * spread sequential keys over distinct groups; its low bits are weak, and
- * no table looks at them.  (A 64x64->128-bit multiply with the halves
- * folded mixes better, but gcc 12 spills the product to the stack: 2 to 5
- * ns more per lookup.) */
+ * no table looks at them.  Declared a product (KHL_HASH_PRODUCT_): a table
+ * of more than one group remixes it, so that keys of one stride
+ * spread too (khl_remix).  (A 64x64->128-bit multiply with the halves
+ * folded leaves a small key's top bits one product's, and gcc 12 spills the
+ * product to the stack: 2 to 5 ns more per lookup.) */
 static inline uint64_t khl_hash_u64(uint64_t x)
 {
     return (x ^ khl_seed_get()) * 0x9e3779b97f4a7c15ULL;

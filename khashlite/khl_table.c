@@ -439,7 +439,7 @@ static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_
             ++full;
             if (nb <= KHL_SCAN_BUCKETS)
                 continue;   /* scanned: any byte but the marks is full (I1) */
-            hash = t->hash(key_at(pairs, nb, i, t));
+            hash = t->hash(key_at(pairs, nb, i, t), nb);
             p = khl_probe_start(hash, shift, nb);
             if (c != khl_tag_in(hash, nb))
                 return broken("tag is not the key's", i);

@@ -23,11 +23,11 @@ static uint32_t max_probe_cs(const khl_t(cs) *h, uint32_t miss_base, uint32_t mi
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, h, k))
             continue;
-        uint32_t p = test_probe_groups(h->b, khl_hash_u32(khl_key(cs, h, k)), k);
+        uint32_t p = test_probe_groups(h->b, TEST_HASH(cs, h, khl_key(cs, h, k)), k);
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < misses; ++i) {
-        uint32_t p = test_probe_groups(h->b, khl_hash_u32(miss_base + i), UINT32_MAX);
+        uint32_t p = test_probe_groups(h->b, TEST_HASH(cs, h, miss_base + i), UINT32_MAX);
         worst = p > worst ? p : worst;
     }
     return worst;
@@ -88,7 +88,7 @@ Test(churn, probing_wraps_past_the_last_group)
     /* Keys whose home is the last group: W fill it, 6 more wrap to group 0. */
     uint32_t home_last[W + 6], n = 0;
     for (uint32_t x = 1; n < W + 6; ++x)
-        if (test_home_group(h.b, khl_hash_u32(x)) == last)
+        if (test_home_group(h.b, TEST_HASH(cs, &h, x)) == last)
             home_last[n++] = x;
     for (uint32_t i = 0; i < W + 6; ++i)
         khl_put(cs, &h, home_last[i], NULL);
@@ -131,12 +131,12 @@ static void check_pattern(uint32_t start, uint32_t stride, uint32_t count)
     for (khl_iter_t k = 0; k < nb; ++k) {
         if (!khl_exist(cs, &h, k))
             continue;
-        uint32_t p = test_probe_groups(h.b, khl_hash_u32(khl_key(cs, &h, k)), k);
+        uint32_t p = test_probe_groups(h.b, TEST_HASH(cs, &h, khl_key(cs, &h, k)), k);
         hits += p;
         worst = p > worst ? p : worst;
     }
     for (uint32_t i = 0; i < 20000; ++i) {
-        uint32_t p = test_probe_groups(h.b, khl_hash_u32(0x7fff0000u + i * 3u), UINT32_MAX);
+        uint32_t p = test_probe_groups(h.b, TEST_HASH(cs, &h, 0x7fff0000u + i * 3u), UINT32_MAX);
         misses += p;
         worst = p > worst ? p : worst;
     }

@@ -422,7 +422,7 @@ static double mean_walk(const khl_t(cs64) *h, const uint64_t *keys, uint32_t n)
     for (uint32_t i = 0; i < n; ++i) {
         khl_iter_t k = khl_get(cs64, h, keys[i]);
         cr_assert_neq(k, khl_end(cs64, h));
-        total += test_probe_groups(h->b, khl_hash_u64(keys[i]), k);
+        total += test_probe_groups(h->b, TEST_HASH(cs64, h, keys[i]), k);
     }
     return (double)total / n;
 }
@@ -449,7 +449,7 @@ Test(core, integer_keys_crafted_under_one_seed_are_ordinary_under_another)
     cr_assert_eq(khl_reserve(cs64, &probe, 4 * NCRAFT), 0);
     uint32_t n = 0;
     for (uint64_t x = 1; n < NCRAFT; ++x)
-        if (test_home_group(probe.b, khl_hash_u64(x)) == 0)
+        if (test_home_group(probe.b, TEST_HASH(cs64, &probe, x)) == 0)
             crafted[n++] = x;
     khl_destroy(cs64, &probe);
     uint64_t s = 5;
@@ -590,7 +590,7 @@ Test(overflow, misses_end_in_their_home_group_when_groups_are_full)
     enum { MISSES = 20000 };
     for (uint32_t i = 0; i < MISSES; ++i) {
         uint32_t key = (uint32_t)prng_next(&r) & ~1u;      /* keys are odd */
-        uint64_t hash = khl_hash_u32(key);
+        uint64_t hash = TEST_HASH(c32, &h, key);
         cr_assert_eq(khl_get(c32, &h, key), khl_end(c32, &h));
         home_ends += test_probe_groups(h.b, hash, UINT32_MAX) == 1;
         uint32_t home = test_home_group(h.b, hash) * W;
