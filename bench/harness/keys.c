@@ -18,24 +18,25 @@ void keys_free(keys_t *k)
     memset(k, 0, sizeof *k);
 }
 
+/* Integer key i of every kind but random, in 64 bits: a 32-bit key is the
+ * low half, what its own arithmetic would wrap to. */
+static uint64_t key_arith(int kind, uint64_t i, uint64_t ptr_base)
+{
+    return kind == KS_SEQ      ? i
+           : kind == KS_MULT   ? i * 2654435761u
+           : kind == KS_STRIDE ? i * KEYS_STRIDE
+                               : ptr_base + i * KEYS_PTR_SIZE;
+}
+
 /* Key i (i < n: the hits, n..2n-1: the misses) into dst. */
 static void key_make(keys_t *k, int type, int kind, size_t i, void *dst)
 {
     if (type == KEY_U32) {
-        uint32_t x = (uint32_t)i;
-        x = kind == KS_SEQ      ? x
-            : kind == KS_MULT   ? x * 2654435761u
-            : kind == KS_STRIDE ? x * KEYS_STRIDE
-            : kind == KS_PTR    ? KEYS_PTR_BASE32 + x * KEYS_PTR_SIZE
-                                : prng_mix32(x);
+        uint32_t x = kind == KS_RAND ? prng_mix32((uint32_t)i)
+                                     : (uint32_t)key_arith(kind, i, KEYS_PTR_BASE32);
         memcpy(dst, &x, sizeof x);
     } else if (type == KEY_U64) {
-        uint64_t x = (uint64_t)i;
-        x = kind == KS_SEQ      ? x
-            : kind == KS_MULT   ? x * 2654435761u
-            : kind == KS_STRIDE ? x * KEYS_STRIDE
-            : kind == KS_PTR    ? KEYS_PTR_BASE64 + x * KEYS_PTR_SIZE
-                                : prng_mix64(x);
+        uint64_t x = kind == KS_RAND ? prng_mix64(i) : key_arith(kind, i, KEYS_PTR_BASE64);
         memcpy(dst, &x, sizeof x);
     } else {
         static const char hex[] = "0123456789abcdef";
