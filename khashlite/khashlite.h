@@ -25,11 +25,14 @@
  *
  * - One block.  An empty table (never filled, destroyed, or shrunk while
  *   empty) holds no allocation; any other holds exactly one:
- *       [8 B header][1 control byte per bucket][pad][slots]
- *   (tables of more than 16 buckets add 8 B of counters before the header).
+ *       up to 16 buckets:  [8 B header][1 control byte per bucket][pad][slots]
+ *       more:   [pad][slots][counters][8 B header][1 control byte
+ *               per bucket][1 overflow byte per 16 buckets]
+ *   (a larger table's slots come first, so a growth through the allocator's
+ *   resize leaves them where they are).
  *   The slots are key,value pairs, or, for a map whose pair would carry
- *   padding (a 4-byte key beside an 8-byte value), all the keys then all
- *   the values; either way aligned for their types in memory.  The handle
+ *   padding (a 4-byte key beside an 8-byte value), all the values then all
+ *   the keys; either way aligned for their types in memory.  The handle
  *   (block pointer and allocator) is the caller's; the block moves when the
  *   table grows.
  * - Out of memory: the call reports it (-1, or *ret = -1 from khl_put) and

@@ -85,19 +85,25 @@ static const char *key_at(const char *slots, uint32_t nb, uint32_t i, const khl_
     return slots + (size_t)i * t->pair_size;
 }
 
-/* The header bytes of a block of nb buckets: a larger table's extension
- * comes first. */
-static size_t block_header(uint32_t nb)
+/* What follows a larger table's slots: the extension, the header, the
+ * control and overflow bytes. */
+static size_t large_tail(uint32_t nb)
 {
-    return KHL_I_HEADER_BYTES + (nb > GROUP ? sizeof(khl_block_ext_t) : 0u);
+    return sizeof(khl_block_ext_t) + KHL_I_HEADER_BYTES + khl_ctrl_bytes(nb);
 }
 
-/* A block: the header, the control bytes, the slots.  The control window
- * of a tiny table reads 16 bytes from the control bytes. */
+/* A block.  One group: the header, the control bytes, the slots; the
+ * control window of a tiny table reads 16 bytes from the control bytes.
+ * More: the slots, then large_tail. */
 static size_t block_bytes(uint32_t nb, const khl_type_t *t)
 {
-    size_t hdr = block_header(nb), bytes = khl_table_region_bytes(hdr + khl_ctrl_bytes(nb), nb, t);
-    return bytes && bytes < hdr + GROUP ? hdr + GROUP : bytes;
+    size_t bytes;
+    if (nb > GROUP) {
+        bytes = khl_table_region_bytes(0, nb, t);
+        return bytes && bytes <= SIZE_MAX - large_tail(nb) ? bytes + large_tail(nb) : 0;
+    }
+    bytes = khl_table_region_bytes(KHL_I_HEADER_BYTES + nb, nb, t);
+    return bytes && bytes < KHL_I_HEADER_BYTES + GROUP ? KHL_I_HEADER_BYTES + GROUP : bytes;
 }
 
 /* --- storage -------------------------------------------------------------- */
@@ -181,29 +187,40 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
     verified(b, &to, t);
 }
 
-/* Where the slots of block b (nb buckets) start: after the control bytes,
- * aligned for this address; a larger table records it (khl_large_slots). */
-static char *place_slots(khl_block_t *b, uint32_t nb, const khl_type_t *t)
+/* Where the header of a larger table's block goes in mem: after the slots,
+ * which start at the first address there aligned for them (pad bytes in)
+ * and which it records (khl_large_slots, khl_single_base). */
+static khl_block_t *large_header(void *mem, size_t pad, uint32_t nb, const khl_type_t *t)
 {
-    char *pairs = khl_slots_after(khl_single_ctrl(b), khl_ctrl_bytes(nb), pairs_align(nb, t));
-    if (nb > GROUP)
-        khl_ext(b)->slots = (uint32_t)(pairs - (char *)b);
-    return pairs;
+    size_t slots = slots_bytes(nb, t) + sizeof(khl_block_ext_t);
+    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + pad + slots);
+    khl_ext(b)->slots = slots;
+    khl_ext(b)->pad = (uint16_t)pad;
+    return b;
 }
 
-/* The block: the header at its constant offset from the allocation. */
+/* The block: a one-group table's header at the allocation's start, a
+ * larger one's after its slots. */
 khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_block_t *src,
                                    int rebuild, const khl_type_t *t)
 {
     uint32_t nb = p->nb;
-    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + block_header(nb) - KHL_I_HEADER_BYTES);
-    unsigned char *ctrl = khl_single_ctrl(b);
-    char *pairs = place_slots(b, nb, t);
+    khl_block_t *b;
+    char *pairs;
+    size_t window;
     khl_regions_t from;
     if (src)
         from = khl_single_regions((khl_block_t *)(uintptr_t)src, t->pair_align);
-    khl_table_build(b, ctrl, pairs, (size_t)(pairs + slots_bytes(nb, t) - (char *)ctrl), src,
-                    src ? &from : NULL, rebuild, p, t);
+    if (nb > GROUP) {
+        b = large_header(mem, khl_pad_to(mem, pairs_align(nb, t)), nb, t);
+        pairs = khl_large_slots(b);
+        window = khl_ctrl_bytes(nb);
+    } else {
+        b = (khl_block_t *)mem;
+        pairs = khl_slots_after(khl_single_ctrl(b), nb, pairs_align(nb, t));
+        window = (size_t)(pairs + slots_bytes(nb, t) - (char *)khl_single_ctrl(b));
+    }
+    khl_table_build(b, khl_single_ctrl(b), pairs, window, src, src ? &from : NULL, rebuild, p, t);
     return b;
 }
 
@@ -223,28 +240,36 @@ static void move_up(char *to, const char *from, uint32_t n, size_t size)
     memmove(to, from, (size_t)n * size);
 }
 
-/* The resized allocation holds the old block byte for byte.  Its slots move
- * to where the larger block keeps them (further on: its control bytes are
- * longer), the last array first; the new buckets are empty, and the keys,
- * still in their old buckets, are spread by the in-place rehash, which
- * treats them as placed for another geometry. */
-khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t)
+/* The resized allocation holds the old block byte for byte: its slots
+ * where they were (old_pad bytes in), its header and control bytes after
+ * them.  Those move past the larger block's slots, which end beyond the
+ * old block (its slots take twice the bytes); the slots stay where the new
+ * address aligns them as the old one did (mremap keeps an address's offset
+ * in its page), a soa table's keys move up past the larger value array;
+ * the new buckets are empty, and the keys, still in their old buckets, are
+ * spread by the in-place rehash, which treats them as placed for another
+ * geometry. */
+khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, size_t old_pad, const khl_plan_t *p,
+                              const khl_type_t *t)
 {
-    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + sizeof(khl_block_ext_t));
-    unsigned char *ctrl = khl_single_ctrl(b);
     uint32_t nb = p->nb;
-    char *from = (char *)b + khl_ext(b)->slots;     /* read before place_slots */
-    char *to = place_slots(b, nb, t);
+    size_t pad = khl_pad_to(mem, pairs_align(nb, t));
+    char *from = (char *)mem + old_pad, *to = (char *)mem + pad;
+    khl_block_t *old = (khl_block_t *)(void *)(from + slots_bytes(old_nb, t) + sizeof(khl_block_ext_t));
+    uint32_t size = old->size;
+    khl_block_t *b = (khl_block_t *)(void *)(to + slots_bytes(nb, t) + sizeof(khl_block_ext_t));
     khl_regions_t r;
-    if (t->soa) {
+    /* The control bytes first: the new header may fall on the old ones
+     * (a block of 1-byte keys), never on the slots. */
+    memmove(khl_single_ctrl(b), khl_single_ctrl(old), old_nb);
+    large_header(mem, pad, nb, t);
+    if (pad != old_pad)
+        memmove(to, from, slots_bytes(old_nb, t));
+    if (t->soa)
         move_up(to + KHL_I_SOA_KEYS(nb, t->val_size, t->key_align),
-                from + KHL_I_SOA_KEYS(old_nb, t->val_size, t->key_align), old_nb, t->key_size);
-        move_up(to, from, old_nb, t->val_size);
-    } else {
-        move_up(to, from, old_nb, t->pair_size);
-    }
-    memset(ctrl + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
-    set_counters(b, nb, b->size, p->reserved, t);
+                to + KHL_I_SOA_KEYS(old_nb, t->val_size, t->key_align), old_nb, t->key_size);
+    memset(khl_single_ctrl(b) + old_nb, KHL_CTRL_EMPTY, nb - old_nb);
+    set_counters(b, nb, size, p->reserved, t);
     r = khl_single_regions(b, t->pair_align);
     t->rehash(&r, old_nb);
     verified(b, &r, t);

@@ -5,16 +5,19 @@
  * ---------------------------------------------------------------------------
  * The block
  *
- *     one group (n <= 16):        [khl_block_t 8 B][ctrl: n B][pad][slots]
- *     more (n >= 32):  [khl_block_ext_t 16 B][khl_block_t 8 B][ctrl: n B][overflow: n/16 B][pad][slots]
+ *     one group (n <= 16):  [khl_block_t 8 B][ctrl: n B][pad][slots]
+ *     more (n >= 32):       [pad][slots][khl_block_ext_t 16 B][khl_block_t 8 B][ctrl: n B][overflow: n/16 B]
  *
  * The block pointer is the header's address: the control bytes are always
  * 8 bytes past it.  A one-group table's header {n_buckets, size} is all its
  * counters (it has no overflow bits, may fill, and its shift is constant), so 4
  * keys of 4 bytes with 4 values of 8 fit 64 bytes and 8 of them 112, what
  * mruby 3.1's iv_tbl asks for in two allocations.  A larger table keeps
- * growth_left, shift, the reserve flag and its slots' padding just before
- * the header, where its allocation starts (khl_single_base).
+ * growth_left, shift, the reserve flag and where its slots are just before
+ * the header, and its slots first: a growth through the allocator's resize
+ * (realloc, mremap) then finds them where they were, and moves only the
+ * control bytes, a sixtieth of a block of 64-byte pairs, where slots after
+ * them had to move by the control bytes' growth.
  *
  * Slots are pairs, the key then the value (boost's shape: a hit reads one
  * control group and one pair), or, for a map whose pair would carry padding
@@ -195,19 +198,18 @@ typedef struct khl_block {
 #define KHL_I_HEADER_BYTES 8u
 
 /* What a table of more than one group adds, in the 16 bytes just before its
- * header (the allocation starts there): the control bytes stay at a constant
+ * header (its slots come before them): the control bytes stay at a constant
  * offset from the block pointer whatever the table's size.  `slots` saves a
  * lookup the arithmetic of where they start (5 instructions of a hit's 90,
  * and the registers they held: a 200k-key u32 table's hit 90 -> 85, miss
- * 82 -> 77); 16 bytes keep the header's alignment that of the allocation. */
+ * 82 -> 77). */
 typedef struct khl_block_ext {
+    size_t   slots;          /* bytes from slot 0 to the block pointer */
     uint32_t growth_left;    /* puts into empty buckets before a rebuild (I2) */
-    uint32_t slots;          /* bytes from the block pointer to slot 0 */
     uint8_t  shift;          /* KHL_I_HOME_SHIFT - log2(groups) */
     uint8_t  reserved;       /* 1: sized by khl_reserve, whose promise khl_table_grow keeps */
-    uint16_t pad;            /* bytes between the control bytes and slot 0, for
-                              * this address (a storage whose slots are apart) */
-    uint32_t unused;
+    uint16_t pad;            /* bytes from the start of the slots' allocation to
+                              * slot 0, for this address */
 } khl_block_ext_t;
 
 static inline khl_block_ext_t *khl_ext(const khl_block_t *b)
@@ -281,10 +283,13 @@ int    khl_table_shrink_plan(const khl_block_t *b, const khl_type_t *t, khl_plan
 int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const khl_type_t *t,
                            khl_plan_t *p);
 /* Grows a block in place: mem is its allocation resized (by the allocator's
- * resize) to p->bytes for p->nb buckets, old_nb buckets' worth of it as the
- * block was.  Moves the slots to where the larger block keeps them and
+ * resize) to p->bytes for p->nb buckets, its first bytes as the block of
+ * old_nb buckets was, whose slots started old_pad bytes in.  Moves the
+ * header and control bytes to where the larger block keeps them (and the
+ * slots, where the new address aligns them otherwise, or soa keys) and
  * spreads the keys in place.  Returns the block. */
-khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, const khl_plan_t *p, const khl_type_t *t);
+khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, size_t old_pad, const khl_plan_t *p,
+                              const khl_type_t *t);
 /* The bytes of b's block when a plan for b is carried out by resizing it
  * (growth of a block of more than one group, of at least KHL_RESIZE_BYTES),
  * else 0. */
@@ -386,10 +391,10 @@ static inline char *khl_slots_after(unsigned char *ctrl, uint32_t nb, size_t ali
 }
 
 /* The slots of a single block of more than one group: its extension keeps
- * where they start, which depends on the block's address. */
+ * how far before the header they start. */
 static inline char *khl_large_slots(khl_block_t *b)
 {
-    return (char *)b + khl_ext(b)->slots;
+    return (char *)b - khl_ext(b)->slots;
 }
 
 
@@ -836,11 +841,11 @@ static inline KHL_HOT_INLINE khl_block_t *khl_grow_small(void *mem, khl_block_t 
     return b;
 }
 
-/* Where a block's allocation starts: a table of more than one group keeps
- * its extension just before the header. */
+/* Where a block's allocation starts: a table of more than one group's
+ * slots come first, after the bytes that align them. */
 static inline void *khl_single_base(khl_block_t *b)
 {
-    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)khl_ext(b) : (void *)b;
+    return b->n_buckets > KHL_GROUP_WIDTH ? (void *)(khl_large_slots(b) - khl_ext(b)->pad) : (void *)b;
 }
 
 /* A block's bytes: a one-group block's are a constant (the first block's
@@ -883,9 +888,10 @@ static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t *
         return planned;
     if (resizes && from == old && (old_bytes = khl_table_resize_from(old, p, t)) != 0) {
         uint32_t old_nb = old->n_buckets;     /* the resize may free old */
+        size_t old_pad = khl_ext(old)->pad;
         if (!(mem = fn(ud, khl_single_base(old), old_bytes, p->bytes)))
             return -1;
-        *bp = khl_table_spread(mem, old_nb, p, t);
+        *bp = khl_table_spread(mem, old_nb, old_pad, p, t);
         return 0;
     }
     if (!(mem = fn(ud, NULL, 0, p->bytes)))

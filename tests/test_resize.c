@@ -197,6 +197,72 @@ Test(resize, growth_past_a_reservation_ends_it_on_either_path)
     }
 }
 
+/* An allocator whose blocks of 64 KiB and more come from one arena, which
+ * a resize grows where it is (what mremap, or realloc into free space,
+ * does). */
+typedef struct {
+    khl_allocator_t a;
+    char *arena;
+    size_t cap;
+    unsigned in_place;
+} arena_alloc_t;
+
+static void *arena_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    arena_alloc_t *r = ud;
+    if (ptr == r->arena) {
+        if (!nsize)
+            return NULL;
+        cr_assert_leq(nsize, r->cap);
+        ++r->in_place;
+        return r->arena;
+    }
+    if (!ptr && nsize >= KHL_RESIZE_BYTES) {
+        cr_assert_leq(nsize, r->cap);
+        return r->arena;
+    }
+    return khl_libc_allocator.fn(NULL, ptr, osize, nsize);
+}
+
+/* A larger table's slots come first in its block, so a growth that the
+ * allocator makes in place leaves them where they were: the control bytes
+ * move, 1/9 of the bytes here, not the slots (which moved up by the control
+ * bytes' growth when they followed them). */
+Test(resize, a_growth_in_place_leaves_the_slots_where_they_were)
+{
+    arena_alloc_t r = {{arena_allocf, NULL, 1}, NULL, (size_t)64 << 20, 0};
+    khl_t(r64) h;
+    char *slots = NULL;
+    uint32_t nb = 0, grown = 0;
+    r.a.ud = &r;
+    r.arena = malloc(r.cap);
+    cr_assert_not_null(r.arena);
+    khl_init(r64, &h, &r.a);
+    for (uint64_t i = 0; i < 4 * N; ++i) {
+        int ret;
+        khl_iter_t k = khl_put(r64, &h, i * 977, &ret);
+        cr_assert_eq(ret, 1);
+        khl_val(r64, &h, k) = i;
+        if (khl_n_buckets(r64, &h) == nb)
+            continue;
+        nb = khl_n_buckets(r64, &h);
+        if (khl_single_base(h.b) != r.arena)
+            continue;
+        if (slots) {
+            cr_assert_eq(khl_large_slots(h.b), slots, "the slots moved growing to %u buckets", nb);
+            ++grown;
+        }
+        slots = khl_large_slots(h.b);
+    }
+    cr_assert_geq(grown, 2, "grew in place %u times", grown);
+    cr_assert_eq(r.in_place, grown);
+    cr_assert_eq(khl_check(r64, &h), 0);
+    for (uint64_t i = 0; i < 4 * N; ++i)
+        cr_assert_eq(*khl_getp(r64, &h, i * 977), i);
+    khl_destroy(r64, &h);
+    free(r.arena);
+}
+
 /* The hook's old contract still holds for an allocator that does not
  * declare it resizes: it is never asked to. */
 Test(resize, an_allocator_that_does_not_resize_is_never_asked)
