@@ -196,7 +196,9 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * kfree are.  allocf is a function (or a macro) of khl_allocf's shape and
  * contract (see Allocator hook) that the table calls by name, so an inline
  * allocator inlines into the table's code (khl_pool.h has one for the pool).
- * The table only allocates (ptr NULL) and frees (nsize 0).  The handle is
+ * The table only allocates (ptr NULL) and frees (nsize 0), and resizes
+ * too where allocf is declared to (KHL_ALLOC_RESIZES_<allocf>, see the
+ * Allocator hook).  The handle is
  * { khl_block_t *b; void *ud; }: one word for the block and one for the ud
  * passed to allocf, which khl_init(name, h, ud) sets.
  *     static void *arena_allocf(void *ud, void *p, size_t osize, size_t nsize);
