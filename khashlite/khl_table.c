@@ -187,14 +187,21 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
     verified(b, &to, t);
 }
 
+/* A larger table's header: after nb buckets' slots from `slots` and the
+ * extension. */
+static khl_block_t *header_after(char *slots, uint32_t nb, const khl_type_t *t)
+{
+    return (khl_block_t *)(void *)(slots + slots_bytes(nb, t) + sizeof(khl_block_ext_t));
+}
+
 /* Where the header of a larger table's block goes in mem: after the slots,
  * which start at the first address there aligned for them (pad bytes in)
  * and which it records (khl_large_slots, khl_single_base). */
 static khl_block_t *large_header(void *mem, size_t pad, uint32_t nb, const khl_type_t *t)
 {
-    size_t slots = slots_bytes(nb, t) + sizeof(khl_block_ext_t);
-    khl_block_t *b = (khl_block_t *)(void *)((char *)mem + pad + slots);
-    khl_ext(b)->slots = slots;
+    char *slots = (char *)mem + pad;
+    khl_block_t *b = header_after(slots, nb, t);
+    khl_ext(b)->slots = (size_t)((char *)b - slots);
     khl_ext(b)->pad = (uint16_t)pad;
     return b;
 }
@@ -255,9 +262,8 @@ khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, size_t old_pad, const 
     uint32_t nb = p->nb;
     size_t pad = khl_pad_to(mem, pairs_align(nb, t));
     char *from = (char *)mem + old_pad, *to = (char *)mem + pad;
-    khl_block_t *old = (khl_block_t *)(void *)(from + slots_bytes(old_nb, t) + sizeof(khl_block_ext_t));
+    khl_block_t *old = header_after(from, old_nb, t), *b = header_after(to, nb, t);
     uint32_t size = old->size;
-    khl_block_t *b = (khl_block_t *)(void *)(to + slots_bytes(nb, t) + sizeof(khl_block_ext_t));
     khl_regions_t r;
     /* The control bytes first: the new header may fall on the old ones
      * (a block of 1-byte keys), never on the slots. */
