@@ -10,8 +10,10 @@
  * are huge and go through the kept mappings, a limit_bytes of 4 MiB so
  * that arenas are cut to size and kept memory is given back under it, and
  * no backing allocator: mmap, whose chunks' pages a plain or checked pool
- * faults a step at a time ahead of its bump pointer; no call fails then;
- * and huge_pages, whose arenas and huge blocks then start on huge pages). */
+ * faults a step at a time ahead of its bump pointer where that pays; no
+ * call fails then; and huge_pages, whose arenas and huge blocks then start
+ * on huge pages).  Second byte: lazy_pages = KHL_POOL_PAGES_AHEAD, so that
+ * a pool without a backing allocator faults ahead on any machine. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,9 +62,9 @@ static size_t size_of(int a, int b)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
+    if (size < 2)
         return 0;
-    input_t in = {data + 1, 0, size - 1, 32};
+    input_t in = {data + 2, 0, size - 2, 32};
     check_alloc_t bk;
     check_alloc_init(&bk, NULL, CHECK_SIZES | CHECK_POISON | CHECK_NO_RESIZE);
     bk.fail_if = input_fails;
@@ -85,6 +87,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 64)
         opt.backing = NULL;
     opt.huge_pages = data[0] >> 7;
+    /* Without a backing allocator, a pool left to choose faults pages
+     * ahead or not by what they cost on the machine: this one always does. */
+    if (data[1] & 1)
+        opt.lazy_pages = KHL_POOL_PAGES_AHEAD;
     khl_pool_t *p = khl_pool_new(&opt);
     if (!p) {
         check_alloc_fini(&bk);

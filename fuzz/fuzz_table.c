@@ -6,7 +6,11 @@
  * leave the table exactly as the model says.  First byte: which table
  * (int map, string set, int map in the split3 layout the benchmarks use,
  * and two maps whose first block is scanned, 4 buckets without tags: u64
- * keys to u32 values, keys and values apart, and strings to u64, pairs). */
+ * keys to u32 values, keys and values apart, and strings to u64, pairs),
+ * and whether the allocator resizes.  Built with a KHL_RESIZE_BYTES of 256
+ * (Makefile), so that a table of its keys grows in place (the resize, then
+ * the spread of khl_table_spread) where the allocator resizes: at the
+ * library's 64 KiB no table of NKEYS keys would. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,20 +33,55 @@ KHL_MAP_INIT_STR(fsm, uint64_t)
 
 static char strkeys[NKEYS][12];
 
+/* The tables' allocator, over check_alloc: each block starts 16, 32, 48 or
+ * 64 bytes into check_alloc's, in turn (its turn in the byte before it), and
+ * a resize is a new block, a copy and a free.  So a growth in place meets
+ * the address changes a heap's realloc makes, after which a larger table's
+ * slots move to keep their alignment (khl_table_spread): ASan's allocator
+ * alone starts blocks of one size alike. */
+#define SHIFT_ROOM 64u
+typedef struct shift_alloc {
+    khl_allocator_t a;
+    check_alloc_t *under;
+    unsigned turn;
+} shift_alloc_t;
+
+static void *shift_allocf(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    shift_alloc_t *s = ud;
+    unsigned char *old = ptr, *q = NULL;
+    if (nsize) {
+        const unsigned k = s->turn++ % 4u;
+        unsigned char *base = nsize <= SIZE_MAX - SHIFT_ROOM
+                                  ? check_allocf(s->under, NULL, 0, nsize + SHIFT_ROOM)
+                                  : NULL;
+        if (!base)
+            return NULL;
+        q = base + 16u * (k + 1u);
+        q[-1] = (unsigned char)k;
+        if (old)
+            memcpy(q, old, osize < nsize ? osize : nsize);
+    }
+    if (old)
+        check_allocf(s->under, old - 16u * (old[-1] + 1u), osize + SHIFT_ROOM, 0);
+    return q;
+}
+
 /* One fuzz run for a table type whose keys come from KEYOF(id); the table's
  * invariants are checked after every step. */
 #define FUZZ_RUN(fn, name, KEYOF, IS_MAP, VAL)                                               \
-    static void fn(input_t *in)                                                         \
+    static void fn(input_t *in, int resizes)                                            \
     {                                                                                   \
         static model_t m;                                                               \
         check_alloc_t fa;                                                               \
+        shift_alloc_t sa = {{shift_allocf, &sa, resizes}, &fa, 0};                      \
         khl_t(name) h, c;                                                               \
         int op;                                                                         \
         check_alloc_init(&fa, NULL, CHECK_SIZES | CHECK_POISON);                        \
         fa.fail_if = input_fails;                                                       \
         fa.fail_ctx = in;                                                               \
         memset(&m, 0, sizeof m);                                                        \
-        khl_init(name, &h, &fa.a);                                                      \
+        khl_init(name, &h, &sa.a);                                                      \
         for (unsigned step = 0; (op = next_op(in)) >= 0; ++step) {                      \
             int kb = next_op(in);                                                       \
             uint32_t id = (uint32_t)(((unsigned)op >> 3) | ((unsigned)(kb < 0 ? 0 : kb) << 5)) % NKEYS; \
@@ -93,7 +132,7 @@ static char strkeys[NKEYS][12];
                     memset(&m, 0, sizeof m);                                            \
                     break;                                                              \
                 }                                                                       \
-                khl_init(name, &c, &fa.a);                                              \
+                khl_init(name, &c, &sa.a);                                              \
                 if (khl_copy(name, &c, &h) == 0) {                                      \
                     khl_destroy(name, &h);                                              \
                     h = c;                                                              \
@@ -130,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int ready;
+    int resizes;
     if (!ready) {
         khl_seed(7);
         for (int i = 0; i < NKEYS; ++i)
@@ -139,12 +179,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     input_t in = {data + 1, 0, size - 1, 24};   /* about one allocation in ten fails */
+    /* Whether the allocator resizes: a table's growth in place (the resize,
+     * then the spread of its keys), or always a new block and a move. */
+    resizes = data[0] / 5 % 2;
     switch (data[0] % 5) {
-    case 0: run_fm(&in); break;
-    case 1: run_fs(&in); break;
-    case 2: run_f3(&in); break;
-    case 3: run_fw(&in); break;
-    default: run_fsm(&in); break;
+    case 0: run_fm(&in, resizes); break;
+    case 1: run_fs(&in, resizes); break;
+    case 2: run_f3(&in, resizes); break;
+    case 3: run_fw(&in, resizes); break;
+    default: run_fsm(&in, resizes); break;
     }
     return 0;
 }
