@@ -319,6 +319,20 @@ Test(pool_large, huge_block_grows_and_shrinks)
     khl_pool_destroy(p);
 }
 
+/* khl_pool_destroy returns every block, live or not: a span block and a
+ * huge block never freed go back to the backing allocator with the rest. */
+Test(pool_large, destroy_returns_live_span_and_huge_blocks)
+{
+    check_alloc_t *bk = backing_new();
+    khl_pool_t *p = lpool(0, 0, &bk->a, 0, 256 * KiB);
+    void *span = khl_pool_alloc(p, 100 * KiB), *huge = khl_pool_alloc(p, 3 * MiB);
+    cr_assert_not_null(span);
+    cr_assert_not_null(huge);
+    cr_assert_geq(bk->live_bytes, 3 * MiB + 100 * KiB);
+    khl_pool_destroy(p);
+    backing_done(bk);
+}
+
 /* Freed huge mappings are kept for the next huge block, and trim gives
  * them back. */
 Test(pool_large, huge_mappings_are_kept_and_trimmed)
