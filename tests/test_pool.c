@@ -587,6 +587,52 @@ Test(pool_reserve, used_up_then_trimmed_thread_safe)
     reserve_used_up(1);
 }
 
+/* A reserve whose allocations all come from blocks freed after it never
+ * touches the chunks it took: once it is used up, a trim gives them back,
+ * and they leave the list of reserved chunks with it, so later
+ * allocations take chunks the pool still holds. */
+static void reserved_chunks_never_used(int checked)
+{
+    enum { N = 3000 };
+    static void *b[3 * N];
+    khl_pool_t *p = pool_with(0, 0, 0, checked, NULL);
+    size_t i, before;
+    for (i = 0; i < N; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    before = test_pool_stats(p).system_bytes;
+    cr_assert_eq(khl_pool_reserve(p, 100, N), 0);
+    cr_assert_gt(test_pool_stats(p).system_bytes, before, "the reserve took chunks");
+    for (i = 0; i < N; i++)
+        khl_pool_free(p, b[i], 100);
+    for (i = 0; i < N; i++)   /* the freed blocks: the reserve is used up */
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+    khl_pool_trim(p);
+    cr_assert_eq(test_pool_stats(p).system_bytes, before, "the reserve's chunks went back");
+    cr_assert_eq(khl_pool_check(p), 0);
+    for (i = N; i < 3 * N; i++) {
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 100));
+        fill(b[i], 100, i);
+    }
+    cr_assert_eq(khl_pool_check(p), 0);
+    for (i = 0; i < 3 * N; i++) {
+        cr_assert(i < N || check(b[i], 100, i));
+        khl_pool_free(p, b[i], 100);
+    }
+    khl_pool_trim(p);
+    cr_assert_eq(test_pool_stats(p).system_bytes, 0);
+    khl_pool_destroy(p);
+}
+
+Test(pool_trim, reserved_chunks_never_used_go_back)
+{
+    reserved_chunks_never_used(0);
+}
+
+Test(pool_trim, reserved_chunks_never_used_go_back_checked)
+{
+    reserved_chunks_never_used(1);
+}
+
 Test(pool_trim, returns_wholly_free_chunks_only)
 {
     enum { N = 20000 };
