@@ -169,7 +169,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static int ready;
-    int resizes;
     if (!ready) {
         khl_seed(7);
         for (int i = 0; i < NKEYS; ++i)
@@ -181,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     input_t in = {data + 1, 0, size - 1, 24};   /* about one allocation in ten fails */
     /* Whether the allocator resizes: a table's growth in place (the resize,
      * then the spread of its keys), or always a new block and a move. */
-    resizes = data[0] / 5 % 2;
+    const int resizes = data[0] / 5 % 2;
     switch (data[0] % 5) {
     case 0: run_fm(&in, resizes); break;
     case 1: run_fs(&in, resizes); break;
