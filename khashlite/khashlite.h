@@ -187,7 +187,9 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * set: val_t is unused, khl_val is a compile-time error) or 1.  hash_fn(key)
  * returns uint64_t (see Hashing: multiplied unless declared mixed), eq_fn(a,
  * b) non-zero when equal; either may be a macro, hash_fn is a name.  No
- * semicolon after it, as in khash. */
+ * semicolon after it, as in khash.  name is any identifier: the names it
+ * generates, khl_<op>_<name>, are none of the library's own for any name
+ * (tests/test_names.c checks every prefix against the sources). */
 #define KHL_INIT(name, khkey_t, khval_t, is_map, hash_fn, eq_fn)                    \
     KHL_I_INIT_STORAGE(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, khl_single)
 
@@ -274,7 +276,7 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * does (see the contract): until key is deleted or a call can allocate. */
 #define khl_getp(name, h, key)      ((void)KHL_I_REQUIRE_MAP(name), khl_getp_##name(h, key))
 /* Deletes the key in bucket k; khl_end or a free bucket is a no-op. */
-#define khl_del(name, h, k)         khl_del_##name(h, k)
+#define khl_del(name, h, k)         khl_delat_##name(h, k)
 /* int: deletes key: 1 if it was there, 0 if not.  One walk, no index. */
 #define khl_del_key(name, h, key)   khl_delkey_##name(h, key)
 
@@ -319,7 +321,7 @@ typedef struct khl_cursor {
     const unsigned char *ctrl;      /* internal */
 } khl_cursor_t;
 /* khl_cursor_t: a cursor before the first key of h (of no key when empty). */
-#define khl_cursor(name, h)         khl_cursor_##name(h)
+#define khl_cursor(name, h)         khl_cursorof_##name(h)
 /* int: moves c (a khl_cursor_t *) to the next key, 1; 0 once the keys are
  * exhausted (and on every later call). */
 #define khl_cursor_next(name, h, c) khl_cursornext_##name(h, c)

@@ -168,7 +168,7 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
     set_counters(b, nb, size, p->reserved, t);
     if (src) {
         if (!rebuild) {
-            khl_copy_buckets(&to, from, nb, t);
+            khl_buckets_copy(&to, from, nb, t);
             if (nb > GROUP) {
                 khl_ext(b)->growth_left = khl_ext(src)->growth_left;
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
@@ -179,7 +179,7 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
              * size and any bucket of the group is its place, so the keys
              * keep their buckets.  Not out of a scanned table into a
              * matched one: its keys have no tags (I1). */
-            khl_copy_buckets(&to, from, from->n_buckets, t);
+            khl_buckets_copy(&to, from, from->n_buckets, t);
         } else {
             t->move(&to, from);
         }
@@ -224,7 +224,7 @@ khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_blo
         window = khl_ctrl_bytes(nb);
     } else {
         b = (khl_block_t *)mem;
-        pairs = khl_slots_after(khl_single_ctrl(b), nb, pairs_align(nb, t));
+        pairs = khl_pairs_after(khl_single_ctrl(b), nb, pairs_align(nb, t));
         window = (size_t)(pairs + slots_bytes(nb, t) - (char *)khl_single_ctrl(b));
     }
     khl_table_build(b, khl_single_ctrl(b), pairs, window, src, src ? &from : NULL, rebuild, p, t);

@@ -377,14 +377,14 @@ static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
 
 /* The slots' alignment in a table of nb buckets: from KHL_LARGE_BUCKETS on,
  * a cache line, so that a group's first slots share its first line. */
-static inline size_t khl_slots_align(uint32_t nb, size_t align)
+static inline size_t khl_pairs_align(uint32_t nb, size_t align)
 {
     return nb >= KHL_LARGE_BUCKETS && align < 64u ? 64u : align;
 }
 
 /* A single block's slots: the first address aligned for them after the
  * control bytes (computed, not stored: the header stays 8 bytes). */
-static inline char *khl_slots_after(unsigned char *ctrl, uint32_t nb, size_t align)
+static inline char *khl_pairs_after(unsigned char *ctrl, uint32_t nb, size_t align)
 {
     unsigned char *end = ctrl + nb;
     return (char *)end + khl_pad_to(end, align);
@@ -399,7 +399,7 @@ static inline char *khl_large_slots(khl_block_t *b)
 
 
 /* Where a table of nb buckets' key array starts in soa slots. */
-static inline char *khl_soa_keys(char *slots, uint32_t nb, size_t val_size, size_t key_align)
+static inline char *khl_keys_soa(char *slots, uint32_t nb, size_t val_size, size_t key_align)
 {
     return slots + KHL_I_SOA_KEYS(nb, val_size, key_align);
 }
@@ -766,7 +766,7 @@ static inline KHL_HOT_INLINE char *khl_single_smallslots(khl_block_t *b, unsigne
 {
     if (align <= KHL_ALIGNOF(khl_max_align_t))
         return (char *)b + KHL_I_ALIGN_UP(KHL_I_HEADER_BYTES + nb, align);
-    return khl_slots_after(ctrl, nb, align);
+    return khl_pairs_after(ctrl, nb, align);
 }
 
 static inline KHL_HOT_INLINE char *khl_single_slots(khl_block_t *b, size_t align)
@@ -774,7 +774,7 @@ static inline KHL_HOT_INLINE char *khl_single_slots(khl_block_t *b, size_t align
     uint32_t nb = b->n_buckets;
     if (nb > KHL_GROUP_WIDTH)
         return khl_large_slots(b);
-    return khl_slots_after(khl_single_ctrl(b), nb, align);
+    return khl_pairs_after(khl_single_ctrl(b), nb, align);
 }
 
 static inline khl_regions_t khl_single_regions(khl_block_t *b, size_t align)
@@ -793,7 +793,7 @@ enum { khl_single_small_inline = 1 };
  * buckets): control bytes and slots, no hashing; all the overflow bytes
  * when both have n buckets (a copy).  Inline: where the type and n are
  * constants (khl_grow_small) the copies are a few moves, not calls. */
-static inline KHL_HOT_INLINE void khl_copy_buckets(const khl_regions_t *to, const khl_regions_t *from,
+static inline KHL_HOT_INLINE void khl_buckets_copy(const khl_regions_t *to, const khl_regions_t *from,
                                                    uint32_t n, const khl_type_t *t)
 {
     memcpy(to->ctrl, from->ctrl, khl_ctrl_bytes(n));
@@ -833,7 +833,7 @@ static inline KHL_HOT_INLINE khl_block_t *khl_grow_small(void *mem, khl_block_t 
     memset(to.ctrl, KHL_CTRL_EMPTY, KHL_GROUP_WIDTH);
     b->n_buckets = 2u * onb;
     b->size = src->size;
-    khl_copy_buckets(&to, &from, onb, t);
+    khl_buckets_copy(&to, &from, onb, t);
 #ifdef KHL_DEBUG
     if (khl_table_check(b, &to, t) < 0)
         abort();
@@ -1026,7 +1026,7 @@ template <bool IsMap> constexpr int khl_require_map()
     static inline KHL_UNUSED khkey_t *khl_keyp_##name(char *slots, uint32_t nb, uint32_t i) \
     {                                                                               \
         return khl_soa_##name                                                       \
-                   ? (khkey_t *)(void *)khl_soa_keys(slots, nb, sizeof(khval_t), KHL_ALIGNOF(khkey_t)) + i \
+                   ? (khkey_t *)(void *)khl_keys_soa(slots, nb, sizeof(khval_t), KHL_ALIGNOF(khkey_t)) + i \
                    : &((khl_pairt_##name *)(void *)slots)[i].key;                   \
     }                                                                               \
     static inline KHL_UNUSED khval_t *khl_valp_##name(char *slots, uint32_t nb, uint32_t i) \
@@ -1076,7 +1076,7 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         return h->b ? khl_scan_full(khl_ctrlof_##name(h->b), h->b->n_buckets, k) : 0u; \
     }                                                                               \
-    static inline KHL_UNUSED khl_cursor_t khl_cursor_##name(const khl_t_##name *h)  \
+    static inline KHL_UNUSED khl_cursor_t khl_cursorof_##name(const khl_t_##name *h)  \
     {                                                                               \
         return khl_cursor_start(h->b ? khl_ctrlof_##name(h->b) : NULL,              \
                                 h->b ? h->b->n_buckets : 0u);                       \
@@ -1107,7 +1107,7 @@ template <bool IsMap> constexpr int khl_require_map()
     khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key);          \
     khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key);   \
     khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret);      \
-    void khl_del_##name(khl_t_##name *h, khl_iter_t k);                             \
+    void khl_delat_##name(khl_t_##name *h, khl_iter_t k);                             \
     int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key);
 
 /* A hook table's allocator as the generated functions see it: the handle's
@@ -1620,7 +1620,7 @@ static inline uint64_t khl_remix(uint64_t hash)
 
 /* The type as khl_table.c sees it: sizes, load, first block, rebuilds. */
 #define KHL_I_IMPL_TYPEDESC(name)                                                   \
-    static const khl_type_t khl_type_##name KHL_UNUSED = {                          \
+    static const khl_type_t khl_typedesc_##name KHL_UNUSED = {                          \
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
         khl_soa_##name,                                                             \
@@ -1645,7 +1645,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         size_t bytes_;                                                              \
         unsigned i_;                                                                \
         if (h->b)                                                                   \
-            for (i_ = 0; (p_ = khl_allocation_##name(h->b, &khl_type_##name, i_, &bytes_)); ++i_) \
+            for (i_ = 0; (p_ = khl_allocation_##name(h->b, &khl_typedesc_##name, i_, &bytes_)); ++i_) \
                 FN(UD, p_, bytes_, 0);                                              \
         h->b = NULL;                                                                \
     }                                                                               \
@@ -1655,13 +1655,13 @@ static inline uint64_t khl_remix(uint64_t hash)
         if (!h->b)                                                                  \
             return;                                                                 \
         r_ = khl_regionsof_##name(h->b);                                            \
-        khl_table_clear(h->b, &r_, &khl_type_##name);                               \
+        khl_table_clear(h->b, &r_, &khl_typedesc_##name);                               \
     }                                                                               \
     SCOPE int khl_reserve_##name(khl_t_##name *h, size_t n)                         \
     {                                                                               \
         khl_plan_t p_;                                                              \
-        int planned_ = khl_table_reserve_plan(h->b, n, &khl_type_##name, &p_);      \
-        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_type_##name,    \
+        int planned_ = khl_table_reserve_plan(h->b, n, &khl_typedesc_##name, &p_);      \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name,    \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
@@ -1672,20 +1672,20 @@ static inline uint64_t khl_remix(uint64_t hash)
             khl_destroy_##name(h);                                                  \
             return 0;                                                               \
         }                                                                           \
-        planned_ = khl_table_shrink_plan(h->b, &khl_type_##name, &p_);              \
-        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_type_##name,    \
+        planned_ = khl_table_shrink_plan(h->b, &khl_typedesc_##name, &p_);              \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name,    \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
         khl_plan_t p_;                                                              \
-        int planned_ = khl_table_copy_plan(h->b, src->b, &khl_type_##name, &p_);    \
-        return khl_carryout_##name(planned_, &p_, &h->b, src->b, &khl_type_##name,  \
+        int planned_ = khl_table_copy_plan(h->b, src->b, &khl_typedesc_##name, &p_);    \
+        return khl_carryout_##name(planned_, &p_, &h->b, src->b, &khl_typedesc_##name,  \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
-        return khl_bytesof_##name(h->b, &khl_type_##name);                          \
+        return khl_bytesof_##name(h->b, &khl_typedesc_##name);                          \
     }                                                                               \
     SCOPE int khl_check_##name(const khl_t_##name *h)                               \
     {                                                                               \
@@ -1693,7 +1693,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         if (!h->b)                                                                  \
             return 0;                                                               \
         r_ = khl_regionsof_##name(h->b);                                            \
-        return khl_table_check(h->b, &r_, &khl_type_##name);                        \
+        return khl_table_check(h->b, &r_, &khl_typedesc_##name);                        \
     }
 
 /* The lookups of a table of more than one group, for get, getp and del_key:
@@ -1766,13 +1766,13 @@ static inline uint64_t khl_remix(uint64_t hash)
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putfirst_##name(                \
         khl_t_##name hv, khl_keyt_##name key)                                       \
     {                                                                               \
-        const uint32_t nb = khl_type_##name.first_buckets;                          \
+        const uint32_t nb = khl_typedesc_##name.first_buckets;                          \
         khl_t_##name *h = &hv;                                                      \
         khl_putres_t r = {NULL, 0, -1};                                             \
-        void *mem_ = FN(UD, NULL, 0, khl_type_##name.first_bytes);                  \
+        void *mem_ = FN(UD, NULL, 0, khl_typedesc_##name.first_bytes);                  \
         if (!mem_)                                                                  \
             return r;                                                               \
-        r.b = khl_first_block(mem_, &khl_type_##name,                               \
+        r.b = khl_first_block(mem_, &khl_typedesc_##name,                               \
                               nb <= KHL_SCAN_BUCKETS ? KHL_CTRL_UNTAGGED            \
                                                      : khl_tag_in(khl_hashof_##name(key), nb)); \
         *khl_keyp_##name(khl_smallslots_##name(r.b, (unsigned char *)(r.b + 1), nb), nb, nb - 1u) = key; \
@@ -1797,8 +1797,8 @@ static inline uint64_t khl_remix(uint64_t hash)
             khl_regions_t r_ = {NULL, NULL, 0, 0};                                  \
             if (b)                                                                  \
                 r_ = khl_regionsof_##name(b);                                       \
-            if (khl_carryout_##name(khl_table_grow_plan(b, &r_, &khl_type_##name, &p_), &p_, \
-                                    &h->b, b, &khl_type_##name, FN, UD, RESIZES) < 0) { \
+            if (khl_carryout_##name(khl_table_grow_plan(b, &r_, &khl_typedesc_##name, &p_), &p_, \
+                                    &h->b, b, &khl_typedesc_##name, FN, UD, RESIZES) < 0) { \
                 r.b = h->b;                                                         \
                 r.i = khl_nbuckets_##name(h);                                       \
                 r.ret = -1;                                                         \
@@ -1834,7 +1834,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         khl_putres_t r = {old, onb, -1};                                            \
         if (!khl_smallinline_##name || onb == KHL_GROUP_WIDTH)                      \
             return khl_putslow_##name(hv, hash, key);                               \
-        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_type_##name))))        \
+        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_typedesc_##name))))        \
             return r;                                                               \
         if (onb == KHL_SCAN_BUCKETS) {                                              \
             /* Past the scan the keys need their tags (I1): a full scanned */       \
@@ -1846,12 +1846,12 @@ static inline uint64_t khl_remix(uint64_t hash)
             oslots_ = khl_smallslots_##name(old, ctrl, KHL_SCAN_BUCKETS);           \
             for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
                 ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
-            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_type_##name);       \
+            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_typedesc_##name);       \
         } else {                                                                    \
-            b = khl_grow_small(mem, old, onb, &khl_type_##name);                    \
+            b = khl_grow_small(mem, old, onb, &khl_typedesc_##name);                    \
         }                                                                           \
         r.b = b;                                                                    \
-        FN(UD, old, khl_small_bytes(onb, &khl_type_##name), 0);                     \
+        FN(UD, old, khl_small_bytes(onb, &khl_typedesc_##name), 0);                     \
         /* The keys kept their buckets: the new ones are empty, and a put */        \
         /* takes the highest. */                                                    \
         ctrl = khl_ctrlof_##name(b);                                                \
@@ -1971,7 +1971,7 @@ static inline uint64_t khl_remix(uint64_t hash)
 
 /* del: the deletion of the key in a bucket. */
 #define KHL_I_IMPL_DEL(HOT, name)                                                   \
-    HOT void khl_del_##name(khl_t_##name *h, khl_iter_t k)                          \
+    HOT void khl_delat_##name(khl_t_##name *h, khl_iter_t k)                          \
     {                                                                               \
         unsigned char *ctrl;                                                        \
         if (!h->b || k >= h->b->n_buckets)                                          \

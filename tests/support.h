@@ -42,7 +42,7 @@ void test_build_path(char *buf, size_t size, const char *rel);
 
 /* The hash a table of h's size takes key by (a larger table remixes a
  * product: khl_remix), to give the probe helpers below. */
-#define TEST_HASH(name, h, key) (khl_type_##name.hash(&(khl_keyt_##name){(key)}, (h)->b->n_buckets))
+#define TEST_HASH(name, h, key) (khl_typedesc_##name.hash(&(khl_keyt_##name){(key)}, (h)->b->n_buckets))
 
 /* The home group of `hash` in block b. */
 uint32_t test_home_group(const khl_block_t *b, uint64_t hash);

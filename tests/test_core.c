@@ -120,12 +120,12 @@ Test(core, first_blocks_fit_88_bytes)
     cr_assert_eq(khl_block_size(cs64, &c), 80);
     /* A first put allocates the type's constant first_bytes: were it not
      * khl_table.c's block size, the checker would say so. */
-    khl_type_t wrong = khl_type_c32;
+    khl_type_t wrong = khl_typedesc_c32;
     wrong.first_bytes += 8;
     khl_regions_t r = khl_regionsof_c32(a.b);
-    cr_assert_eq(khl_table_check(a.b, &r, &khl_type_c32), 0);
+    cr_assert_eq(khl_table_check(a.b, &r, &khl_typedesc_c32), 0);
     cr_assert_eq(khl_table_check(a.b, &r, &wrong), -1);
-    khl_type_t wrong_small = khl_type_c32;      /* a growth's block size, likewise */
+    khl_type_t wrong_small = khl_typedesc_c32;      /* a growth's block size, likewise */
     wrong_small.small_bytes[3] += 8;
     cr_assert_eq(khl_table_check(a.b, &r, &wrong_small), -1);
     khl_destroy(c32, &a);

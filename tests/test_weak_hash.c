@@ -48,7 +48,7 @@ KHL_INIT(wfibp, uint64_t, char, 0, fib_hash_p, khl_eq_int)
         max = total = 0;                                                              \
         while (khl_cursor_next(name, h, &c_)) {                                       \
             uint32_t n_ = test_probe_groups((h)->b,                                   \
-                                            khl_type_##name.hash(&khl_key(name, h, c_.k), (h)->b->n_buckets), c_.k); \
+                                            khl_typedesc_##name.hash(&khl_key(name, h, c_.k), (h)->b->n_buckets), c_.k); \
             max = n_ > max ? n_ : max;                                                \
             total += n_;                                                              \
         }                                                                             \
@@ -70,7 +70,7 @@ Test(weak_hash, identity_on_sequential_keys_probes_few_groups)
     cr_assert_leq(total, N + N / 4, "%u groups walked for %u keys", total, (unsigned)N);
     uint32_t miss_max = 0;
     for (uint64_t i = N; i < 2 * N; ++i) {
-        uint64_t hash = khl_type_wid.hash(&i, h.b->n_buckets);
+        uint64_t hash = khl_typedesc_wid.hash(&i, h.b->n_buckets);
         uint32_t n = test_probe_groups(h.b, hash, UINT32_MAX);
         miss_max = n > miss_max ? n : miss_max;
         cr_assert_eq(khl_get(wid, &h, i), khl_end(wid, &h));
@@ -201,7 +201,7 @@ Test(weak_hash, a_hash_declared_mixed_is_not_multiplied)
     cr_assert_eq(((const unsigned char *)(b.b + 1))[k], khl_tag_small(key * 0x9e3779b97f4a7c15ULL),
                  "an undeclared hash is multiplied");
     uint64_t k55 = 0x55;
-    cr_assert_eq(khl_type_wtag.hash(&k55, a.b->n_buckets), key, "the hash as declared_tag returns it");
+    cr_assert_eq(khl_typedesc_wtag.hash(&k55, a.b->n_buckets), key, "the hash as declared_tag returns it");
     khl_destroy(wtag, &a);
     khl_destroy(wtagmixed, &b);
 }

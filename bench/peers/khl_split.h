@@ -129,7 +129,7 @@ static inline KHL_HOT_INLINE int khl_split_carry_out(int planned, khl_plan_t *p,
     sb = old ? khl_split_of(old) : (khl_split_block_t *)mem[0];
     ctrl = (unsigned char *)(three ? mem[1] : mem[2]);
     pairs = three ? (char *)mem[2] : (char *)mem[2] + khl_ctrl_bytes(p->nb);
-    sb->x.pad = khl_pad_to(pairs, khl_slots_align(p->nb, t->pair_align));
+    sb->x.pad = khl_pad_to(pairs, khl_pairs_align(p->nb, t->pair_align));
     sb->ctrl = ctrl;
     sb->pairs = pairs + sb->x.pad;
     khl_table_build(&sb->h, ctrl, sb->pairs,
