@@ -886,7 +886,10 @@ static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t *
     void *mem;
     if (planned <= 0)
         return planned;
-    if (resizes && from == old && (old_bytes = khl_table_resize_from(old, p, t)) != 0) {
+    /* old tested here too, though resize_from returns 0 without it: gcc then
+     * sees that the block's header below is never read through NULL
+     * (-Warray-bounds, where a caller passes none). */
+    if (resizes && old && from == old && (old_bytes = khl_table_resize_from(old, p, t)) != 0) {
         uint32_t old_nb = old->n_buckets;     /* the resize may free old */
         size_t old_pad = khl_ext(old)->pad;
         if (!(mem = fn(ud, khl_single_base(old), old_bytes, p->bytes)))
