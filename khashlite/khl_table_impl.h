@@ -1079,7 +1079,7 @@ template <bool IsMap> constexpr int khl_require_map()
     {                                                                               \
         return h->b ? khl_scan_full(khl_ctrlof_##name(h->b), h->b->n_buckets, k) : 0u; \
     }                                                                               \
-    static inline KHL_UNUSED khl_cursor_t khl_cursorof_##name(const khl_t_##name *h)  \
+    static inline KHL_UNUSED khl_cursor_t khl_cursorof_##name(const khl_t_##name *h) \
     {                                                                               \
         return khl_cursor_start(h->b ? khl_ctrlof_##name(h->b) : NULL,              \
                                 h->b ? h->b->n_buckets : 0u);                       \
@@ -1110,7 +1110,7 @@ template <bool IsMap> constexpr int khl_require_map()
     khl_iter_t khl_get_##name(const khl_t_##name *h, khl_keyt_##name key);          \
     khl_valt_##name *khl_getp_##name(const khl_t_##name *h, khl_keyt_##name key);   \
     khl_iter_t khl_put_##name(khl_t_##name *h, khl_keyt_##name key, int *ret);      \
-    void khl_delat_##name(khl_t_##name *h, khl_iter_t k);                             \
+    void khl_delat_##name(khl_t_##name *h, khl_iter_t k);                           \
     int khl_delkey_##name(khl_t_##name *h, khl_keyt_##name key);
 
 /* A hook table's allocator as the generated functions see it: the handle's
@@ -1623,7 +1623,7 @@ static inline uint64_t khl_remix(uint64_t hash)
 
 /* The type as khl_table.c sees it: sizes, load, first block, rebuilds. */
 #define KHL_I_IMPL_TYPEDESC(name)                                                   \
-    static const khl_type_t khl_typedesc_##name KHL_UNUSED = {                          \
+    static const khl_type_t khl_typedesc_##name KHL_UNUSED = {                      \
         sizeof(khl_pairt_##name), KHL_ALIGNOF(khl_pairt_##name),                    \
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
         khl_soa_##name,                                                             \
@@ -1658,13 +1658,13 @@ static inline uint64_t khl_remix(uint64_t hash)
         if (!h->b)                                                                  \
             return;                                                                 \
         r_ = khl_regionsof_##name(h->b);                                            \
-        khl_table_clear(h->b, &r_, &khl_typedesc_##name);                               \
+        khl_table_clear(h->b, &r_, &khl_typedesc_##name);                           \
     }                                                                               \
     SCOPE int khl_reserve_##name(khl_t_##name *h, size_t n)                         \
     {                                                                               \
         khl_plan_t p_;                                                              \
-        int planned_ = khl_table_reserve_plan(h->b, n, &khl_typedesc_##name, &p_);      \
-        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name,    \
+        int planned_ = khl_table_reserve_plan(h->b, n, &khl_typedesc_##name, &p_);  \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name, \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_shrink_##name(khl_t_##name *h)                                    \
@@ -1675,20 +1675,20 @@ static inline uint64_t khl_remix(uint64_t hash)
             khl_destroy_##name(h);                                                  \
             return 0;                                                               \
         }                                                                           \
-        planned_ = khl_table_shrink_plan(h->b, &khl_typedesc_##name, &p_);              \
-        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name,    \
+        planned_ = khl_table_shrink_plan(h->b, &khl_typedesc_##name, &p_);          \
+        return khl_carryout_##name(planned_, &p_, &h->b, h->b, &khl_typedesc_##name, \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE int khl_copy_##name(khl_t_##name *h, const khl_t_##name *src)             \
     {                                                                               \
         khl_plan_t p_;                                                              \
-        int planned_ = khl_table_copy_plan(h->b, src->b, &khl_typedesc_##name, &p_);    \
-        return khl_carryout_##name(planned_, &p_, &h->b, src->b, &khl_typedesc_##name,  \
+        int planned_ = khl_table_copy_plan(h->b, src->b, &khl_typedesc_##name, &p_); \
+        return khl_carryout_##name(planned_, &p_, &h->b, src->b, &khl_typedesc_##name, \
                                    FN, UD, RESIZES);                                \
     }                                                                               \
     SCOPE size_t khl_blocksize_##name(const khl_t_##name *h)                        \
     {                                                                               \
-        return khl_bytesof_##name(h->b, &khl_typedesc_##name);                          \
+        return khl_bytesof_##name(h->b, &khl_typedesc_##name);                      \
     }                                                                               \
     SCOPE int khl_check_##name(const khl_t_##name *h)                               \
     {                                                                               \
@@ -1696,7 +1696,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         if (!h->b)                                                                  \
             return 0;                                                               \
         r_ = khl_regionsof_##name(h->b);                                            \
-        return khl_table_check(h->b, &r_, &khl_typedesc_##name);                        \
+        return khl_table_check(h->b, &r_, &khl_typedesc_##name);                    \
     }
 
 /* The lookups of a table of more than one group, for get, getp and del_key:
@@ -1769,13 +1769,13 @@ static inline uint64_t khl_remix(uint64_t hash)
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putfirst_##name(                \
         khl_t_##name hv, khl_keyt_##name key)                                       \
     {                                                                               \
-        const uint32_t nb = khl_typedesc_##name.first_buckets;                          \
+        const uint32_t nb = khl_typedesc_##name.first_buckets;                      \
         khl_t_##name *h = &hv;                                                      \
         khl_putres_t r = {NULL, 0, -1};                                             \
-        void *mem_ = FN(UD, NULL, 0, khl_typedesc_##name.first_bytes);                  \
+        void *mem_ = FN(UD, NULL, 0, khl_typedesc_##name.first_bytes);              \
         if (!mem_)                                                                  \
             return r;                                                               \
-        r.b = khl_first_block(mem_, &khl_typedesc_##name,                               \
+        r.b = khl_first_block(mem_, &khl_typedesc_##name,                           \
                               nb <= KHL_SCAN_BUCKETS ? KHL_CTRL_UNTAGGED            \
                                                      : khl_tag_in(khl_hashof_##name(key), nb)); \
         *khl_keyp_##name(khl_smallslots_##name(r.b, (unsigned char *)(r.b + 1), nb), nb, nb - 1u) = key; \
@@ -1837,7 +1837,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         khl_putres_t r = {old, onb, -1};                                            \
         if (!khl_smallinline_##name || onb == KHL_GROUP_WIDTH)                      \
             return khl_putslow_##name(hv, hash, key);                               \
-        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_typedesc_##name))))        \
+        if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_typedesc_##name))))    \
             return r;                                                               \
         if (onb == KHL_SCAN_BUCKETS) {                                              \
             /* Past the scan the keys need their tags (I1): a full scanned */       \
@@ -1849,12 +1849,12 @@ static inline uint64_t khl_remix(uint64_t hash)
             oslots_ = khl_smallslots_##name(old, ctrl, KHL_SCAN_BUCKETS);           \
             for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
                 ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
-            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_typedesc_##name);       \
+            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_typedesc_##name);   \
         } else {                                                                    \
-            b = khl_grow_small(mem, old, onb, &khl_typedesc_##name);                    \
+            b = khl_grow_small(mem, old, onb, &khl_typedesc_##name);                \
         }                                                                           \
         r.b = b;                                                                    \
-        FN(UD, old, khl_small_bytes(onb, &khl_typedesc_##name), 0);                     \
+        FN(UD, old, khl_small_bytes(onb, &khl_typedesc_##name), 0);                 \
         /* The keys kept their buckets: the new ones are empty, and a put */        \
         /* takes the highest. */                                                    \
         ctrl = khl_ctrlof_##name(b);                                                \
@@ -1974,7 +1974,7 @@ static inline uint64_t khl_remix(uint64_t hash)
 
 /* del: the deletion of the key in a bucket. */
 #define KHL_I_IMPL_DEL(HOT, name)                                                   \
-    HOT void khl_delat_##name(khl_t_##name *h, khl_iter_t k)                          \
+    HOT void khl_delat_##name(khl_t_##name *h, khl_iter_t k)                        \
     {                                                                               \
         unsigned char *ctrl;                                                        \
         if (!h->b || k >= h->b->n_buckets)                                          \
