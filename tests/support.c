@@ -1,5 +1,5 @@
-/* support.c: the suites' allocator setup, where the build directory is, and
- * the probe walk (support.h). */
+/* support.c: the suites' allocator setup, where the build directory is, a
+ * file's contents, and the probe walk (support.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "support.h"
 
@@ -43,6 +43,16 @@ void test_build_path(char *buf, size_t size, const char *rel)
     }
     int len = snprintf(buf, size, "%s/%s", self, rel);
     cr_assert(len > 0 && (size_t)len < size, "build path too long");
+}
+
+void test_slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = 0;
+    cr_assert(feof(f), "%s is larger than %zu bytes", path, size - 1);
+    fclose(f);
 }
 
 uint32_t test_home_group(const khl_block_t *b, uint64_t hash)

@@ -35,6 +35,10 @@ void test_alloc_fini(test_alloc_t *t);
  * programs and the library are found this way whatever BUILD is. */
 void test_build_path(char *buf, size_t size, const char *rel);
 
+/* Reads the file at path into buf (size bytes, NUL-terminated), asserting
+ * that it opens and fits. */
+void test_slurp(const char *path, char *buf, size_t size);
+
 /* --- the probe sequence, walked independently of the table's code ---------
  * Group g of a table holds buckets g*W .. g*W+W-1 (W = KHL_GROUP_WIDTH); a
  * hash's home group is the bits just below its tag; the walk visits home,

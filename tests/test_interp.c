@@ -27,16 +27,6 @@ typedef struct run_result {
     int status;              /* exit status, -1 when it did not exit */
 } run_result_t;
 
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "cannot read %s", path);
-    size_t n = fread(buf, 1, size - 1, f);
-    buf[n] = 0;
-    cr_assert(feof(f), "%s is larger than %zu bytes", path, size - 1);
-    fclose(f);
-}
-
 /* Runs `bin --alloc=ALLOC EXTRA --stats SCRIPT` with KHL_SCALE set, from the
  * source tree (the suite runs from the top directory, as `make test` does). */
 static void run(const char *bin, const char *alloc, const char *extra, const char *script,
@@ -54,8 +44,8 @@ static void run(const char *bin, const char *alloc, const char *extra, const cha
     int st = system(cmd);
     cr_assert_neq(st, -1);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(outp, r->out, sizeof r->out);
-    slurp(errp, r->err, sizeof r->err);
+    test_slurp(outp, r->out, sizeof r->out);
+    test_slurp(errp, r->err, sizeof r->err);
     remove(outp);
     remove(errp);
 }

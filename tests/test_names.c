@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "khashlite/khashlite.h"
+#include "support.h"
 
 #define NAMES_TABLE(name) KHL_INIT(name, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int)
 NAMES_TABLE(t)
@@ -129,22 +130,6 @@ static void names_scan(names_t *n, const char *text)
     }
 }
 
-static char *names_slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot read %s (run from the repository root)", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long size = ftell(f);
-    cr_assert_gt(size, 0, "%s is empty", path);
-    rewind(f);
-    char *buf = malloc((size_t)size + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
-    buf[size] = 0;
-    fclose(f);
-    return buf;
-}
-
 Test(names, no_library_identifier_begins_with_a_generated_prefix)
 {
     static names_t n;
@@ -157,9 +142,10 @@ Test(names, no_library_identifier_begins_with_a_generated_prefix)
             continue;
         char path[512];
         snprintf(path, sizeof path, "khashlite/%s", ent->d_name);
-        char *text = names_slurp(path);
+        static char text[1 << 20];
+        test_slurp(path, text, sizeof text);
+        cr_assert_gt(strlen(text), 0, "%s is empty", path);
         names_scan(&n, text);
-        free(text);
         files++;
     }
     closedir(d);
