@@ -234,7 +234,7 @@ khl_block_t *khl_table_build_block(void *mem, const khl_plan_t *p, const khl_blo
 size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t)
 {
     size_t bytes;
-    if (!b || b->n_buckets <= GROUP || p->nb <= b->n_buckets)
+    if (b->n_buckets <= GROUP || p->nb <= b->n_buckets)
         return 0;
     bytes = khl_table_block_size(b, t);
     return bytes >= KHL_RESIZE_BYTES ? bytes : 0;

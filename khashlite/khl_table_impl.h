@@ -290,9 +290,9 @@ int    khl_table_copy_plan(const khl_block_t *dst, const khl_block_t *src, const
  * spreads the keys in place.  Returns the block. */
 khl_block_t *khl_table_spread(void *mem, uint32_t old_nb, size_t old_pad, const khl_plan_t *p,
                               const khl_type_t *t);
-/* The bytes of b's block when a plan for b is carried out by resizing it
- * (growth of a block of more than one group, of at least KHL_RESIZE_BYTES),
- * else 0. */
+/* The bytes of b's block (b not NULL) when a plan for b is carried out by
+ * resizing it (growth of a block of more than one group, of at least
+ * KHL_RESIZE_BYTES), else 0. */
 size_t khl_table_resize_from(const khl_block_t *b, const khl_plan_t *p, const khl_type_t *t);
 /* Builds a table of p->nb buckets in storage its caller laid out: b the
  * header (its counters are set here), ctrl and pairs where its control
@@ -886,9 +886,9 @@ static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t *
     void *mem;
     if (planned <= 0)
         return planned;
-    /* old tested here too, though resize_from returns 0 without it: gcc then
-     * sees that the block's header below is never read through NULL
-     * (-Warray-bounds, where a caller passes none). */
+    /* A table without a block has nothing to resize.  Tested here, not in
+     * resize_from: gcc then sees that the header below is never read
+     * through NULL (-Warray-bounds, where a caller passes none). */
     if (resizes && old && from == old && (old_bytes = khl_table_resize_from(old, p, t)) != 0) {
         uint32_t old_nb = old->n_buckets;     /* the resize may free old */
         size_t old_pad = khl_ext(old)->pad;
