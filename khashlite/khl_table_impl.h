@@ -1936,7 +1936,9 @@ static inline uint64_t khl_remix(uint64_t hash)
                                       ? khl_putfirst_##name(*h, key)                \
                                       : khl_putslow_##name(*h, khl_hashof_##name(key), key)) \
         nb = b->n_buckets;                                                          \
-        if (KHL_UNLIKELY(nb > KHL_GROUP_WIDTH))                                     \
+        /* No hint, as in KHL_I_FIND: a replace of 1M u64 keys to 448-bit */        \
+        /* values 1.25 -> 1.16 of boost's time, mruby's scripts +0.06% at most. */  \
+        if (nb > KHL_GROUP_WIDTH)                                                   \
             return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
         if (nb <= KHL_SCAN_BUCKETS) {                                               \
             /* A bucket not full is empty (I4).  j: the */                          \
