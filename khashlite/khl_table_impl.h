@@ -1937,7 +1937,7 @@ static inline uint64_t khl_remix(uint64_t hash)
                                       : khl_putslow_##name(*h, khl_hashof_##name(key), key)) \
         nb = b->n_buckets;                                                          \
         /* No hint, as in KHL_I_FIND: a replace of 1M u64 keys to 448-bit */        \
-        /* values 1.25 -> 1.16 of boost's time, mruby's scripts +0.06% at most. */  \
+        /* values 1.25 -> 1.16 of boost's time, mruby's scripts +0.02% at most. */  \
         if (nb > KHL_GROUP_WIDTH)                                                   \
             return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
         if (nb <= KHL_SCAN_BUCKETS) {                                               \
