@@ -113,10 +113,14 @@ PEERS_KHL_TABLE(kl_u32, u32, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kl_u64, u64, khl_hash_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kl_str, str, khl_hash_str, khl_eq_str, KHL_LAYOUT_SINGLE)
 
-/* What the seed costs: khl_hash_u32/u64 without it (the same multiply).
- * Strings keep XXH3: its seed is an argument, free. */
+/* What the seed costs: khl_hash_u32/u64 without it (the same multiply),
+ * declared as they are, mixed and a product, so that a larger table remixes
+ * it as it remixes theirs and the two differ by the seed alone (declared
+ * mixed only, it was not remixed, and its rows counted the remix as the
+ * seed's cost).  Strings keep XXH3: its seed is an argument, free. */
 static inline uint64_t unseeded_u64(uint64_t x) { return x * 0x9e3779b97f4a7c15ULL; }
 #define KHL_HASH_MIXED_unseeded_u64 /* else the table multiplies again */
+#define KHL_HASH_PRODUCT_unseeded_u64
 PEERS_KHL_TABLE(kn_u32, u32, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 PEERS_KHL_TABLE(kn_u64, u64, unseeded_u64, khl_eq_int, KHL_LAYOUT_SINGLE)
 
