@@ -597,26 +597,57 @@ static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, k
     b->size++;
 }
 
+/* The bucket of its group a key starts from, in a table of more than one
+ * group: a put, a walk and a doubling take the first free bucket at or below
+ * it, cyclically (khl_pick_free), and a lookup fetches its line early
+ * (KHL_I_PREFETCH_HOME).  start_bits is the type's (khl_startbits_<name>):
+ * where keys lie at most 16 B apart (four or more a line), 0, and every key
+ * starts from the group's last bucket, so that keys gather on the group's
+ * last line, the one fetched; further apart, 15, and a key starts from a
+ * bucket of its own, named by the 4 hash bits under the group bits, whose
+ * line is the one fetched (docs/design.md, "Which bucket of a group"). */
+static inline uint32_t khl_start_off(uint64_t hash, uint32_t shift, uint32_t start_bits)
+{
+    return ((uint32_t)(hash >> shift) | ~start_bits) & (KHL_GROUP_WIDTH - 1u);
+}
+
+/* The free bucket of mask f (not 0) that a key of hash `hash` takes: the
+ * first at or below its start, cyclically (the highest, for a type whose
+ * keys start from the group's last bucket: a constant start_bits of 0 leaves
+ * no more than the one instruction). */
+static inline uint32_t khl_pick_free(uint32_t f, uint64_t hash, uint32_t shift, uint32_t start_bits)
+{
+    uint32_t below;
+    if (!start_bits)
+        return khl_mask_highest(f);
+    below = f & ((2u << khl_start_off(hash, shift, start_bits)) - 1u);
+    return khl_mask_highest(below ? below : f);
+}
+
 /* First free bucket on the walk of `hash`, the table having one; every full
  * group passed on the way gets the key's overflow bit (only a table of more
  * than one group has a walk that passes one).  During an in-place rehash a
  * bucket marked deleted (a key still to place) counts as free.  taken: NULL,
  * or the buckets a move into a new table has filled, a bit a bucket, 16 a
  * group, where the free ones are read instead of from the control bytes
- * (and the bucket returned is marked taken). */
+ * (and the bucket returned is marked taken).  In its group, the bucket is
+ * khl_pick_free's from the key's start (a one-group table's: its highest). */
 static inline uint32_t khl_find_free(unsigned char *ctrl, uint32_t nb, uint32_t shift,
-                                     uint64_t hash, uint16_t *taken)
+                                     uint64_t hash, uint16_t *taken, uint32_t start_bits)
 {
     khl_probe_t p = khl_probe_start(hash, shift, nb);
     uint32_t live = khl_live_mask(nb);
+    if (nb <= KHL_GROUP_WIDTH)
+        start_bits = 0;
     for (;;) {
         uint32_t g = khl_probe_base(&p) / KHL_GROUP_WIDTH, f;
         f = (taken ? (uint32_t)(uint16_t)~taken[g] : khl_group_free(khl_group_load(ctrl + khl_probe_base(&p)))) &
             live;
         if (f) {
+            uint32_t j = khl_pick_free(f, hash, shift, start_bits);
             if (taken)
-                taken[g] = (uint16_t)(taken[g] | 1u << khl_mask_highest(f));
-            return khl_probe_base(&p) + khl_mask_highest(f);
+                taken[g] = (uint16_t)(taken[g] | 1u << j);
+            return khl_probe_base(&p) + j;
         }
         khl_ovf_at(ctrl, nb)[g] |= (unsigned char)khl_ovf_bit(khl_tag_large(hash));
         khl_probe_next(&p);
@@ -972,10 +1003,11 @@ template <bool IsMap> constexpr int khl_require_map()
     } khl_t_##name;                                                                 \
     enum { khl_ismap_##name = (is_map),                                             \
            khl_soa_##name = (is_map) && sizeof(khl_pairt_##name) != sizeof(khkey_t) + sizeof(khval_t) }; \
-    /* Keys 16 B apart or less: a group's keys lie on at most 4 lines, so */        \
-    /* the home group's first one is worth fetching (KHL_I_PREFETCH_HOME). */       \
-    enum { khl_prefetch_##name =                                                    \
-               (khl_soa_##name ? sizeof(khkey_t) : sizeof(khl_pairt_##name)) <= 16u };
+    /* How far apart keys lie; over 16 B apart they start from a bucket of */       \
+    /* their own (khl_start_off). */                                                \
+    enum { khl_keystride_##name =                                                   \
+               khl_soa_##name ? sizeof(khkey_t) : sizeof(khl_pairt_##name) };       \
+    enum { khl_startbits_##name = khl_keystride_##name > 16u ? KHL_GROUP_WIDTH - 1u : 0u };
 
 /* The type's names for its storage's functions (see "storage" above), so
  * that the operations, which a KHL_DEFINE generates apart from the type,
@@ -1262,26 +1294,30 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
         }                                                                           \
     }
 
-/* Starts the line of the home group's first key while the control group
- * arrives: a hit, an erase and a put usually need that line (the key they
- * find, or the bucket they fill), and would otherwise wait for the group
- * before asking for it.  At 1M u32 keys (8-byte pairs): a hit 24.8 -> 19.5
- * ns, an erase 31.6 -> 24.5 (median of 4 interleaved runs); 16-byte pairs:
- * an erase 35.4 -> 32.5, hits and misses unchanged.  Only for keys at most
- * 16 B apart (khl_prefetch_<name>): where a pair fills a line (u64 keys
- * with 56-byte values, 2M keys) the home group's first key is seldom the
- * one wanted, and without the fetch a hit took 33.0 ns instead of 35.1, a
- * miss 12.2 instead of 16.3 (an erase 45.1 instead of 42.3).  Every table
+/* Starts the line of the key's start bucket (khl_start_off) while the
+ * control group arrives: a hit, an erase and a put usually need that line
+ * (the key they find, or the bucket they fill), and would otherwise wait for
+ * the group before asking for it.  At 1M u32 keys (8-byte pairs): a hit 24.8
+ * -> 19.5 ns, an erase 31.6 -> 24.5 (median of 4 interleaved runs); 16-byte
+ * pairs: an erase 35.4 -> 32.5, hits and misses unchanged.  Where a pair
+ * fills a line (u64 keys with 56-byte values) the start bucket is the key's
+ * own, and 62-77% of keys sit there; before keys had one, the line was the
+ * group's first, seldom the key's, and such types did not fetch.  A miss
+ * pays for a line it never reads (docs/design.md).  Every table
  * of more than one group fetches, however small: where the line is in the
  * nearest caches the fetch costs its one instruction, less than the test
  * of the table's size that used to skip tables below 4,096 buckets (without
  * it, a lookup of a 2M-key u32 table takes 3 instructions fewer, and every
- * mruby script 0.1-0.3% fewer: its method tables are of that size). */
+ * mruby script 0.1-0.3% fewer: its method tables are of that size).  The
+ * start bucket is the home group's bits and the key's start bits under one
+ * mask, or, for keys starting from the group's last bucket, the home group
+ * and a constant displacement: their lookups compute nothing for it. */
 #define KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                               \
-    if (khl_prefetch_##name) {                                                      \
-        KHL_PREFETCH(khl_keyp_##name(slots, nb, khl_probe_home(hash, khl_ext(b)->shift, \
-                                                                (nb) - KHL_GROUP_WIDTH))); \
-    }
+    KHL_PREFETCH((const char *)khl_keyp_##name(                                     \
+                     slots, nb,                                                     \
+                     khl_probe_home(hash, khl_ext(b)->shift,                        \
+                                    ((nb) - KHL_GROUP_WIDTH) | khl_startbits_##name)) + \
+                 (KHL_GROUP_WIDTH - 1u - khl_startbits_##name) * khl_keystride_##name)
 
 /* Whether hash_fn is declared mixed: 1 when KHL_HASH_MIXED_<hash_fn> is
  * defined empty or as 1, 0 when it is not defined.  Its expansion pasted
@@ -1441,7 +1477,8 @@ static inline uint64_t khl_remix(uint64_t hash)
                 const uint32_t i_ = base_ + khl_mask_lowest(mask_);                 \
                 const uint64_t hash_ = DOUBLING ? walk_[i_ - base_]                 \
                                                 : khl_hashat_##name(hashes_, &ahead_, fp_, nb_, base_, i_, tnb_); \
-                const uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken);   \
+                const uint32_t j_ = khl_find_free(tc_, tnb_, tsh_, hash_, taken,    \
+                                                  khl_startbits_##name);            \
                 SET;                                                                \
                 khl_slotcopy_##name(tp_, tnb_, j_, fp_, nb_, i_);                   \
             }                                                                       \
@@ -1500,9 +1537,10 @@ static inline uint64_t khl_remix(uint64_t hash)
  * their new home is group 2g or 2g+1 (g = base / 16), whose free buckets,
  * its empty ones, are read once for the group (a move fills a new table from
  * group 0 up; the spread in place walks down, and for g > 0 those groups are
- * walked already or new).  Each such key takes the lowest one left with byte
- * stores and no walk: a placement that loaded its group waited for the store
- * of the one before (keys of one group go to the same two).  `in_place`: the
+ * walked already or new).  Each such key takes the one left that a put
+ * would take (khl_pick_free), with byte stores and no walk: a placement that
+ * loaded its group waited for the store of the one before (keys of one group
+ * go to the same two).  `in_place`: the
  * bucket the key leaves is emptied.  Returns the keys left for the walk
  * (pushed past their home, or whose new home filled first), their hashes in
  * walk[]. */
@@ -1524,8 +1562,10 @@ static inline uint64_t khl_remix(uint64_t hash)
             const uint64_t hash = khl_hashat_##name(hashes, &ahead, fp, fnb, base, i, tnb); \
             const uint32_t d = khl_probe_home(hash, shift, tnb - KHL_GROUP_WIDTH) - dst; \
             if (d < 2u * KHL_GROUP_WIDTH && free_[d / KHL_GROUP_WIDTH]) {           \
-                const uint32_t j = dst + d + khl_mask_lowest(free_[d / KHL_GROUP_WIDTH]); \
-                free_[d / KHL_GROUP_WIDTH] &= free_[d / KHL_GROUP_WIDTH] - 1u;      \
+                const uint32_t o = khl_pick_free(free_[d / KHL_GROUP_WIDTH], hash, shift, \
+                                                 khl_startbits_##name);             \
+                const uint32_t j = dst + d + o;                                     \
+                free_[d / KHL_GROUP_WIDTH] &= ~(1u << o);                           \
                 tc[j] = khl_tag_large(hash);                                        \
                 if (in_place)                                                       \
                     fc[i] = KHL_CTRL_EMPTY;                                         \
@@ -1580,7 +1620,8 @@ static inline uint64_t khl_remix(uint64_t hash)
     {                                                                               \
         const uint32_t nb = r->n_buckets;                                           \
         for (;;) {                                                                  \
-            uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL);          \
+            uint32_t j = khl_find_free(r->ctrl, nb, r->shift, hash, NULL,           \
+                                       khl_startbits_##name);                       \
             if (j / KHL_GROUP_WIDTH == i / KHL_GROUP_WIDTH) {                       \
                 r->ctrl[i] = khl_tag_large(hash);                                   \
                 return;                                                             \
@@ -1818,7 +1859,8 @@ static inline uint64_t khl_remix(uint64_t hash)
         nb = b->n_buckets;                                                          \
         ctrl = khl_ctrlof_##name(b);                                                \
         hash = khl_hashin_##name(hash, nb);                                         \
-        r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash, NULL);                 \
+        r.i = khl_find_free(ctrl, nb, khl_shift_of(b), hash, NULL,                  \
+                            khl_startbits_##name);                                  \
         base = r.i & ~(KHL_GROUP_WIDTH - 1u);                                       \
         khl_fill_in(b, nb, ctrl + base, khl_group_load(ctrl + base), r.i - base,    \
                     khl_group_tags(khl_tag_in(hash, nb)));                          \
@@ -1914,10 +1956,12 @@ static inline uint64_t khl_remix(uint64_t hash)
                    const uint32_t f_ = khl_group_empty(w_);                         \
                    if (KHL_UNLIKELY(!f_ || !khl_ext(b)->growth_left))               \
                        KHL_I_PUT_OUT(h, ret, khl_putslow_##name(*h, hash, key))     \
-                   khl_fill_in(b, nb, ctrl_ + home_, w_, khl_mask_highest(f_), tags_); \
-                   *khl_keyp_##name(slots, nb, home_ + khl_mask_highest(f_)) = key; \
+                   const uint32_t j_ = khl_pick_free(f_, lhash, khl_ext(b)->shift,  \
+                                                     khl_startbits_##name);         \
+                   khl_fill_in(b, nb, ctrl_ + home_, w_, j_, tags_);                \
+                   *khl_keyp_##name(slots, nb, home_ + j_) = key;                   \
                    *ret = 1;                                                        \
-                   return home_ + khl_mask_highest(f_);)                            \
+                   return home_ + j_;)                                              \
     }
 
 /* put: the first block, a tiny table's scan, a one-group table's match

@@ -600,6 +600,40 @@ Test(table, lookups_compare_only_keys_the_table_holds)
     }
 }
 
+/* Where a pair fills a line (u64 keys to 56-byte values), a key starts from
+ * a bucket of its own in its group, the one whose line a lookup fetches
+ * before its control group arrives: most keys must sit there, filled from
+ * empty through growths (doublings, moves) and puts.  Before keys had start
+ * buckets, 1 in 16 did: puts took the highest free bucket, doublings the
+ * lowest, and such types fetched nothing. */
+typedef struct { uint64_t w[7]; } line_val_t;
+KHL_MAP_INIT_INT64(mline, line_val_t)
+
+Test(table, keys_whose_pair_fills_a_line_sit_in_the_bucket_lookups_fetch)
+{
+    khl_t(mline) h;
+    uint32_t at_start = 0;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    khl_init(mline, &h, NULL);
+    for (int i = 0; i < 100000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        khl_val(mline, &h, khl_put(mline, &h, x, NULL)).w[0] = x;
+    }
+    cr_assert_eq(sizeof(khl_pairt_mline), 64u);
+    uint32_t nb = khl_n_buckets(mline, &h), shift = khl_ext(h.b)->shift;
+    for (uint32_t k = 0; k < nb; ++k) {
+        if (!khl_exist(mline, &h, k))
+            continue;
+        uint64_t hash = khl_hashlarge_mline(khl_hashof_mline(khl_key(mline, &h, k)));
+        /* The home group, then the 4 hash bits under its bits. */
+        at_start += k == ((uint32_t)(hash >> shift) & (nb - 1u));
+    }
+    cr_assert_eq(khl_size(mline, &h), 100000u);
+    cr_assert_gt(at_start, 50000u, "%u of 100000 keys in their start bucket", at_start);
+    cr_assert_eq(khl_check(mline, &h), 0);
+    khl_destroy(mline, &h);
+}
+
 /* Worked out by hand: maps whose pair would be padded keep values then
  * keys, each array aligned for its type, and cost what their pairs without
  * padding would; the others keep pairs. */
