@@ -5,9 +5,11 @@
  * against a reference model (arrays indexed by key id); a failed call must
  * leave the table exactly as the model says.  First byte: which table
  * (int map, string set, int map in the split3 layout the benchmarks use,
- * and two maps whose first block is scanned, 4 buckets without tags: u64
- * keys to u32 values, keys and values apart, and strings to u64, pairs),
- * and whether the allocator resizes.  Built with a KHL_RESIZE_BYTES of 256
+ * two maps whose first block is scanned, 4 buckets without tags: u64
+ * keys to u32 values, keys and values apart, and strings to u64, pairs;
+ * and u64 keys to 24-byte values, whose keys, 32 bytes apart, start from a
+ * bucket of their own in a larger table), and whether the allocator
+ * resizes.  Built with a KHL_RESIZE_BYTES of 256
  * (Makefile), so that a table of its keys grows in place (the resize, then
  * the spread of khl_table_spread) where the allocator resizes: at the
  * library's 64 KiB no table of NKEYS keys would. */
@@ -30,6 +32,8 @@ KHL_SET_INIT_STR(fs)
 KHL_INIT_LAYOUT(f3, uint32_t, uint32_t, 1, khl_hash_u32, khl_eq_int, KHL_LAYOUT_SPLIT3)
 KHL_INIT(fw, uint64_t, uint32_t, 1, khl_hash_u64, khl_eq_int)
 KHL_MAP_INIT_STR(fsm, uint64_t)
+typedef struct { uint64_t w[3]; } fuzz_wide_t;
+KHL_MAP_INIT_INT64(fl, fuzz_wide_t)
 
 static char strkeys[NKEYS][12];
 
@@ -164,6 +168,7 @@ FUZZ_RUN(run_fs, fs, STR_KEY, 0, SET_VAL)
 FUZZ_RUN(run_f3, f3, INT_KEY, 1, MAP_VAL)
 FUZZ_RUN(run_fw, fw, WIDE_KEY, 1, MAP_VAL)
 FUZZ_RUN(run_fsm, fsm, STR_KEY, 1, MAP_VAL)
+FUZZ_RUN(run_fl, fl, WIDE_KEY, 1, MAP_VAL)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -180,13 +185,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     input_t in = {data + 1, 0, size - 1, 24};   /* about one allocation in ten fails */
     /* Whether the allocator resizes: a table's growth in place (the resize,
      * then the spread of its keys), or always a new block and a move. */
-    const int resizes = data[0] / 5 % 2;
-    switch (data[0] % 5) {
+    const int resizes = data[0] / 6 % 2;
+    switch (data[0] % 6) {
     case 0: run_fm(&in, resizes); break;
     case 1: run_fs(&in, resizes); break;
     case 2: run_f3(&in, resizes); break;
     case 3: run_fw(&in, resizes); break;
-    default: run_fsm(&in, resizes); break;
+    case 4: run_fsm(&in, resizes); break;
+    default: run_fl(&in, resizes); break;
     }
     return 0;
 }
