@@ -135,6 +135,7 @@ void khl_pool_destroy(khl_pool_t *p)
             khl_i_unmap_add(p, &u, k->raw, k->raw_size);
         }
     khl_i_large_destroy(p, &u);
+    khl_i_reservation_release(p, &u);
     khl_i_unmap_flush(p, &u);
     meta_free(p->meta, p->index, p->index_cap * sizeof *p->index);
     meta_free(p->meta, p->self_raw, p->self_bytes);

@@ -98,7 +98,7 @@ typedef struct khl_pool khl_pool_t;
 typedef struct khl_pool_stats_s {
     size_t   in_use_bytes;   /* bytes held by live blocks as the pool counts them: a small block's size class, a large block's size */
     size_t   peak_bytes;     /* highest in_use_bytes seen (thread-safe pools: sampled, see khl_pool_stats) */
-    size_t   system_bytes;   /* bytes currently taken from `backing`/the system, chunks and large blocks */
+    size_t   system_bytes;   /* bytes currently taken from `backing`/the system, chunks and large blocks (address space mapped ahead for the next chunks counts once a chunk is cut from it) */
     uint64_t allocs, frees;  /* calls that succeeded */
     size_t   meta_bytes;     /* bookkeeping taken from backing/libc: the pool itself and its chunk index */
     size_t   chunks;         /* small-block chunks held */
@@ -123,7 +123,9 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * a backing allocator a chunk costs about twice chunk_bytes).  The
      * bookkeeping in meta_bytes (the pool, its class table and its chunk
      * index: a few KiB, more when max_small is raised - a byte per 16 of
-     * it - then 16-32 B per chunk or large block) is not counted.  An
+     * it - then 16-32 B per chunk or large block) is not counted, nor is the
+     * address space mapped for the next chunks before one is cut from it
+     * (never written, it holds no memory; it stays within the limit too).  An
      * allocation, reserve or realloc that would take the pool past the limit
      * fails (NULL or -1) with the pool unchanged, as out of memory does: an
      * interpreter given khl_pool_allocf then raises its memory error instead

@@ -379,6 +379,22 @@ static int huge_cache_ok(const khl_pool_t *p, size_t *raw)
     return 0;
 }
 
+/* The chunk reservation: whole chunks, aligned, none of them a frame, and
+ * none with a backing allocator (khl_pool_os.c, reservation_cut). */
+static int reservation_ok(const khl_pool_t *p)
+{
+    const char *at;
+    if (p->resv_next > p->resv_end || (p->resv_end && p->backing.fn) ||
+        ((uintptr_t)p->resv_next & p->hot.mask) || (size_t)(p->resv_end - p->resv_next) % p->chunk_bytes ||
+        (size_t)(p->resv_end - p->resv_next) > RESERVE_MAX)
+        return broken("chunk reservation %p..%p is not whole aligned chunks", (const void *)p->resv_next,
+                      (const void *)p->resv_end);
+    for (at = p->resv_next; at != p->resv_end; at += p->chunk_bytes)
+        if (khl_i_index_has(p, (uintptr_t)at))
+            return broken("frame %p lies in the chunk reservation", (const void *)at);
+    return 0;
+}
+
 int khl_i_check_held(const khl_pool_t *p)
 {
     class_totals_t tot = {0, 0, 0};
@@ -439,6 +455,8 @@ int khl_i_check_held(const khl_pool_t *p)
                       (unsigned long long)p->large_allocs, (unsigned long long)p->large_frees, p->nlarge);
     if (tot.raw != p->system)
         return broken("system_bytes %zu, the frames hold %zu", p->system, tot.raw);
+    if (reservation_ok(p) < 0)
+        return -1;
     if (p->index_cap & (p->index_cap - 1) || 2 * p->index_n > p->index_cap ||
         p->index_n != p->nchunks + p->nlarge)
         return broken("chunk index: %zu keys in %zu slots for %zu frames", p->index_n, p->index_cap,

@@ -390,7 +390,7 @@ int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint64_t done)
     if (i < nk || khl_i_index_make_room(p, nk) < 0) {
         for (; added; added = k) {
             k = added->fresh_next;
-            khl_i_frame_free(p, added->raw, added->raw_size);
+            khl_i_frame_drop(p, added->raw, added->raw_size);
         }
         return -1;
     }

@@ -41,6 +41,10 @@ KHL_STATIC_ASSERT(KHL_ALIGNOF(max_align_t) <= 16, "GRAIN must cover max_align_t"
 #define COLOUR_STEP ((size_t)64)
 #define COLOUR_SPAN ((size_t)4096)
 #define HUGE_CACHE_FRAMES 4u             /* freed huge mappings kept */
+/* Chunks' frames are cut from reservations of this many (khl_pool_os.c),
+ * where those stay within RESERVE_MAX. */
+#define RESERVE_CHUNKS 8u
+#define RESERVE_MAX ((size_t)2 << 20)
 
 #define F_THREADS 1u
 #define F_CHECKED 2u
@@ -103,7 +107,11 @@ struct khl_pool {
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
     int prefault;                 /* 1: faults its own chunks' pages ahead, never with a backing allocator (lazy_pages; khl_pool_class.c) */
-    char *map_last, *map_above;   /* the last frame mapped, and its end (map_at_hint) */
+    char *map_last, *map_above;   /* the last mapping, and its end (map_at_hint) */
+    /* Address space mapped for the next chunks and never written: chunk
+     * frames are cut from it upward (khl_pool_os.c, frame_alloc), so most
+     * chunk takes make no system call.  Counted nowhere until cut. */
+    char *resv_next, *resv_end;
     int map_up;                   /* 1: mappings are placed upward, as under valgrind */
     /* huge_pages: frames of at least this many bytes start on such a
      * boundary, advised; 0: off.  32 bits, in map_up's padding: the class
@@ -213,6 +221,10 @@ static inline void chunk_list_unlink(khl_pool_chunk_t **head, khl_pool_chunk_t *
 
 KHL_HIDDEN size_t khl_i_frame_cost(const khl_pool_t *p, size_t bytes);
 KHL_HIDDEN void khl_i_frame_free(khl_pool_t *p, void *raw, size_t raw_size);
+/* Gives back a frame taken in the call that now fails, before it was
+ * adopted: the reservation it was cut from gets it back when it was the
+ * last cut (the pool's reservation is then as it was), else it is freed. */
+KHL_HIDDEN void khl_i_frame_drop(khl_pool_t *p, void *raw, size_t raw_size);
 
 /* Frames given back together (khl_pool_destroy gives back every one):
  * mappings that lie side by side, as the pool places them, leave in one
@@ -232,6 +244,8 @@ typedef struct khl_pool_unmap {
 } khl_pool_unmap_t;
 KHL_HIDDEN void khl_i_unmap_add(khl_pool_t *p, khl_pool_unmap_t *u, void *raw, size_t raw_size);
 KHL_HIDDEN void khl_i_unmap_flush(khl_pool_t *p, khl_pool_unmap_t *u);
+/* The reservation's uncut rest into u (khl_pool_destroy). */
+KHL_HIDDEN void khl_i_reservation_release(khl_pool_t *p, khl_pool_unmap_t *u);
 /* Drops an indexed frame from the pool, its memory into u. */
 KHL_HIDDEN void khl_i_frame_release(khl_pool_t *p, khl_pool_chunk_t *k, khl_pool_unmap_t *u);
 KHL_HIDDEN int khl_i_index_has(const khl_pool_t *p, uintptr_t key);

@@ -56,6 +56,7 @@ static void refused_step_fails_cleanly(int thread_safe, int first)
     static void *v[MAX_BLOCKS];
     khl_pool_t *p = new_pool(thread_safe);
     khl_pool_stats_t before;
+    uint64_t calls;
     size_t n = 0, i;
     if (first)
         cr_assert_not_null(v[n++] = khl_pool_alloc(p, SIZE));
@@ -72,7 +73,13 @@ static void refused_step_fails_cleanly(int thread_safe, int first)
     cr_assert_eq(refused, 1, "%lu steps refused", refused);
     test_assert_pool_unchanged(&before, p, "the refused step's allocation");
     cr_assert_eq(khl_pool_check(p), 0);
+    calls = test_pool_stats(p).system_calls;
     cr_assert_not_null(v[n] = khl_pool_alloc(p, SIZE), "the pool did not recover");
+    /* The failed chunk take gave its frame back to the reservation it was
+     * cut from: the next takes it again, with the step alone. */
+    if (!first)
+        cr_assert_eq(test_pool_stats(p).system_calls - calls, 1, "%llu system calls to take the chunk again",
+                     (unsigned long long)(test_pool_stats(p).system_calls - calls));
     n++;
     for (i = 0; i < n; i++)
         memset(v[i], (int)i, SIZE);
