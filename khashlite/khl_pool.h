@@ -125,7 +125,8 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * index: a few KiB, more when max_small is raised - a byte per 16 of
      * it - then 16-32 B per chunk or large block) is not counted, nor is the
      * address space mapped for the next chunks before one is cut from it
-     * (never written, it holds no memory; it stays within the limit too).  An
+     * (unwritten, it holds no memory but the first pages of a chunk a failed
+     * allocation gave back; it stays within the limit too).  An
      * allocation, reserve or realloc that would take the pool past the limit
      * fails (NULL or -1) with the pool unchanged, as out of memory does: an
      * interpreter given khl_pool_allocf then raises its memory error instead

@@ -239,8 +239,8 @@ static char *map_aligned(khl_pool_t *p, size_t len, size_t align)
  * unreserved pool's slowest calls, its p99.9 with 100-byte blocks, and a
  * mapping each was 2.0 us of a 9.9 us take (docs/pool.md, "Chunks cut
  * from a reservation").  The reservation is address space until
- * a frame is cut and written: untouched, it holds no memory and counts in
- * no statistic.  NULL where frames are not cut (not a chunk's size, or
+ * a frame is cut and written (or a failed take gives back a frame whose
+ * first pages it wrote: khl_i_frame_drop), and counts in no statistic.  NULL where frames are not cut (not a chunk's size, or
  * chunks so large that a reservation would pass RESERVE_MAX) or the
  * mapping fails: the caller maps the frame alone.  Frames are cut whole,
  * so a used-up reservation has nothing left. */

@@ -108,9 +108,10 @@ struct khl_pool {
     size_t chunk_bytes, page;
     int prefault;                 /* 1: faults its own chunks' pages ahead, never with a backing allocator (lazy_pages; khl_pool_class.c) */
     char *map_last, *map_above;   /* the last mapping, and its end (map_at_hint) */
-    /* Address space mapped for the next chunks and never written: chunk
-     * frames are cut from it upward (khl_pool_os.c, frame_alloc), so most
-     * chunk takes make no system call.  Counted nowhere until cut. */
+    /* Address space mapped for the next chunks: chunk frames are cut from
+     * it upward (khl_pool_os.c, frame_alloc), so most chunk takes make no
+     * system call.  Unwritten but for the first pages of a chunk that a
+     * failed take gave back (khl_i_frame_drop); counted nowhere until cut. */
     char *resv_next, *resv_end;
     int map_up;                   /* 1: mappings are placed upward, as under valgrind */
     /* huge_pages: frames of at least this many bytes start on such a
