@@ -478,9 +478,12 @@ void khl_pool_trim(khl_pool_t *p)
     khl_pool_unmap_t u;
     u.n = 0;
     lock(p);
-    /* The caller's own cache can go too; other threads' caches are theirs. */
+    /* The caller's own cache can go too, and those of exited threads,
+     * which are the pool's; live threads' caches are theirs. */
     if (mine)
         khl_i_cache_return_blocks(p, mine);
+    if (p->flags & F_THREADS)
+        khl_i_drain_abandoned(p);
     for (i = 0; i < p->ncls; i++) {
         if (p->published)
             khl_i_drain_published(p, i);

@@ -69,12 +69,16 @@
  * hold at most thread_keep_bytes (default 2 MiB), else publishes it on the
  * class's lock-free stack with one compare-and-swap.  An empty cache takes
  * a batch it kept (no atomic), else every published batch at once (one
- * atomic exchange), and only then takes the pool's lock for the batches
- * exited threads left (8 at most a time, so that the lock is held for
- * microseconds), loose blocks or never-used slots.  Blocks may be freed by
- * any thread: a block freed by another thread than the one that allocated
- * it simply joins the freeing thread's cache.  A thread's cache goes back
- * to the pool when the thread exits; a destroyed pool's caches are simply
+ * atomic exchange), and only then takes the pool's lock for loose blocks,
+ * the blocks of exited threads' caches (batches 8 at most a time, so that
+ * the lock is held for microseconds) or never-used slots.  Blocks may be
+ * freed by any thread: a block freed by another thread than the one that
+ * allocated it simply joins the freeing thread's cache.  When a thread
+ * exits its cache, blocks and all, becomes the pool's, and the next thread
+ * to start on the pool adopts it whole, so that an exited thread's blocks
+ * go on together in one thread instead of spread over several; a refill
+ * that would otherwise take a new chunk takes its blocks first, and
+ * khl_pool_trim gives them back.  A destroyed pool's caches are simply
  * forgotten.
  *
  * Every failure is reported (NULL or -1, the pool unchanged); misuse is
@@ -163,7 +167,8 @@ typedef struct khl_pool_options {      /* a zero field means its default */
      * allocated, up to thread_keep_bytes, never touches what other threads
      * use; a thread that frees more than it allocates (a consumer) hands
      * the surplus on.  Memory kept this way counts as in use to other
-     * threads and to khl_pool_trim until the thread exits. */
+     * threads and to khl_pool_trim until the thread exits; then the
+     * thread that adopts its cache keeps it. */
     size_t large_max;        /* largest block served from the pool's arenas; 0: KHL_POOL_DEFAULT_LARGE_MAX */
     /* Blocks above max_small up to large_max are spans of the pool's
      * arenas (see Design), capped at 64 * chunk_bytes less a header; a
@@ -228,7 +233,8 @@ khl_pool_t *khl_pool_new(const khl_pool_options_t *opt);
  * running or exit later.  Their caches for this pool are discarded; each
  * thread frees its small record of them itself, when it next sets up a
  * cache for some thread-safe pool or at the latest when it exits (the
- * calling thread's goes at once).  O(chunks + large blocks). */
+ * calling thread's, and those of exited threads, go at once).
+ * O(chunks + large blocks + exited threads' caches). */
 void khl_pool_destroy(khl_pool_t *p);
 
 /* Allocates n bytes aligned to max_align_t.  NULL for n == 0 and on failure
@@ -299,11 +305,11 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
  * the calling thread's cache for this pool goes back first, all of it
  * (blocks to hand out, blocks it freed, batches it kept, never-used runs;
  * its next allocation refills under the lock), and so do the batches
- * threads published, so once every block is freed and the other threads
- * that used the pool have exited, it gives back what a single-threaded
- * pool would.  Blocks in other live threads' caches (batches they keep
- * included) count as live: trim cannot take them from their owners, who
- * give them back when they exit.  O(free blocks + chunks). */
+ * threads published and the caches of exited threads, so once every
+ * block is freed and the other threads that used the pool have exited, it
+ * gives back what a single-threaded pool would.  Blocks in other live
+ * threads' caches (batches they keep included) count as live: trim cannot
+ * take them from their owners.  O(free blocks + chunks). */
 void khl_pool_trim(khl_pool_t *p);
 
 /* Fills *s.  Thread-safe pools: counts are exact when no call is running;
@@ -333,11 +339,11 @@ khl_allocator_t khl_pool_allocator(khl_pool_t *p);
  * the count equations (free blocks = slots handed out - (allocs - frees),
  * in_use and the large blocks, reserves), every arena's windows (exactly
  * its spans', none twice) and the kept mappings, and the calling thread's own
- * cache - and returns 0, or prints the first broken invariant on stderr and
+ * cache and those of exited threads - and returns 0, or prints the first broken invariant on stderr and
  * returns -1.  It reads only memory the pool owns, so a corrupted pool
  * gives a message, not a crash (invariants: khl_pool_internal.h).  The
  * table has the same contract in khl_check.  A thread-safe pool is checked
- * under its lock; other threads' caches are theirs and are not walked, and
+ * under its lock; other live threads' caches are theirs and are not walked, and
  * counts that threads keep lazily are not compared.  Built with
  * -DKHL_DEBUG, the pool runs this itself at the end of every call that
  * leaves the fast paths and aborts when it fails.  NULL returns 0.

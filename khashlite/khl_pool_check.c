@@ -258,14 +258,12 @@ static int free_blocks_ok(const khl_pool_t *p, unsigned ci, size_t bound, size_t
     return chains_ok(p, ci, c->batches, bound, n);
 }
 
-/* The calling thread's own cache for p, the only one it may read. */
-static int own_cache_ok(const khl_pool_t *p)
+/* A record's caches: the calling thread's own, or an exited thread's the
+ * pool holds (abandoned), the only ones it may read. */
+static int record_ok(const khl_pool_t *p, const thread_cache_t *e)
 {
-    const thread_cache_t *e = khl_i_own_cache(p);
     unsigned ci;
     size_t kept = 0;
-    if (!e)
-        return 0;
     for (ci = 0; ci < p->ncls; ci++) {
         const khl_pool_class_cache_t *t = &e->c[ci];
         size_t n = 0, nfreed = 0, nkept = 0, bound = p->nchunks * (p->chunk_bytes / GRAIN);
@@ -290,6 +288,31 @@ static int own_cache_ok(const khl_pool_t *p)
     if (kept != e->kept)
         return broken("thread cache counts %zu bytes in kept batches, holds %zu", e->kept, kept);
     return 0;
+}
+
+/* The records: every abandoned one is on the pool's list of records and
+ * marked so, no other is marked, and each abandoned one and the caller's
+ * own hold what they count.  The lists are walked at most MAX_RECORDS far,
+ * so that a corrupted link gives a message, not an endless loop. */
+enum { MAX_RECORDS = 1 << 20 };
+
+static int records_ok(const khl_pool_t *p)
+{
+    const thread_cache_t *e;
+    size_t nthreads = 0, marked = 0, nabandoned = 0;
+    for (e = p->threads; e && nthreads < MAX_RECORDS; e = e->next, nthreads++)
+        marked += e->abandoned != 0;
+    for (e = p->abandoned; e && nabandoned < MAX_RECORDS; e = e->adopt_next, nabandoned++) {
+        if (!e->abandoned || e->head.gen != p->hot.gen)
+            return broken("abandoned record %p: not marked abandoned, or of another pool", (const void *)e);
+        if (record_ok(p, e) < 0)
+            return -1;
+    }
+    if (nthreads == MAX_RECORDS || nabandoned == MAX_RECORDS || marked != nabandoned)
+        return broken("%zu records, %zu of them marked abandoned, %zu on the abandoned list", nthreads,
+                      marked, nabandoned);
+    e = khl_i_own_cache(p);
+    return e ? record_ok(p, e) : 0;
 }
 
 /* A span: in one of the pool's arenas, its windows inside it and in use,
@@ -468,7 +491,7 @@ int khl_i_check_held(const khl_pool_t *p)
     if (!(p->flags & F_THREADS) && (class_bytes + large_bytes != p->hot.in_use || p->hot.peak < p->hot.in_use))
         return broken("in_use %zu (peak %zu), the classes and large blocks hold %llu", p->hot.in_use,
                       p->hot.peak, (unsigned long long)(class_bytes + large_bytes));
-    return p->hot.cache_path_max ? own_cache_ok(p) : 0;
+    return p->hot.cache_path_max ? records_ok(p) : 0;
 }
 
 void khl_i_check_or_die(const khl_pool_t *p)

@@ -292,16 +292,18 @@ size_t khl_i_splice_chain(khl_pool_class_t *c, void *head)
 }
 
 /* Puts a list of chains (linked by batch_next) on c.batches, where the
- * class counts their blocks free again (lock held). */
-void khl_i_batches_return(khl_pool_class_t *c, void *chains)
+ * class counts their blocks free again (lock held); returns how many. */
+size_t khl_i_batches_return(khl_pool_class_t *c, void *chains)
 {
     void *next;
-    for (; chains; chains = next) {
+    size_t n = 0;
+    for (; chains; chains = next, n++) {
         next = batch_next(chains);
         ((void **)chains)[1] = c->batches;
         c->batches = chains;
         c->frees += c->batch;
     }
+    return n;
 }
 
 /* Moves one flushed batch among the free blocks; 0 when there is none. */

@@ -97,7 +97,7 @@ KHL_HIDDEN int khl_i_core_reserve(khl_pool_t *p, unsigned ci, size_t count, uint
 KHL_HIDDEN void khl_i_core_trim_class(khl_pool_t *p, unsigned ci, uint64_t done, khl_pool_unmap_t *u);
 KHL_HIDDEN void *khl_i_take_chain(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN size_t khl_i_splice_chain(khl_pool_class_t *c, void *head);
-KHL_HIDDEN void khl_i_batches_return(khl_pool_class_t *c, void *chains);
+KHL_HIDDEN size_t khl_i_batches_return(khl_pool_class_t *c, void *chains);
 KHL_HIDDEN int khl_i_run_fault_ahead(khl_pool_t *p, char **end);
 KHL_HIDDEN void khl_i_run_return(khl_pool_t *p, unsigned ci, char *bump, char *end);
 

@@ -86,10 +86,15 @@
  * root array in the class record, then block bundles linked through their
  * first word, each a free block itself) plus, in thread-safe pools, the
  * chains in c.batches (one batch = c.batch blocks each; chains of exited
- * threads and chains taken off the published stack under the lock).  The
- * blocks of thread caches, their stashes and the published stack count as
- * handed out: the class sees them again when a thread exits, or when trim
- * takes the published stack.
+ * threads' caches and chains taken off the published stack under the
+ * lock).  The blocks of thread caches (exited threads' too), their stashes
+ * and the published stack count as handed out: the class sees them again
+ * when a refill or trim takes an exited thread's cache's blocks back, or
+ * when trim takes the published stack.
+ *
+ * Records.  p.threads lists every thread-safe cache record of the pool; an
+ * exited thread's is marked abandoned and is also on p.abandoned, and no
+ * other is marked.
  *   carved + (c.bump - c.cur.slots) / c.size - (c.allocs - c.frees)
  *       = |bundle entries| + |block bundles| + c.batch * |flushed chains|
  * where carved = sum over chunks k != c.cur of (k.bump - k.slots) / c.size.

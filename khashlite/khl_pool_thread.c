@@ -1,12 +1,14 @@
 /* khl_pool_thread.c: the per-thread caches of thread-safe pools (ts_*).
  *
  * Each thread owns one record per pool it uses (thread_cache_t): per class,
- * a list of free blocks it may hand out without the lock.  Records belong
- * to the thread, never to the pool, so a pool can die while threads live:
+ * a list of free blocks it may hand out without the lock.  A live
+ * thread's records are its own, so a pool can die while threads live:
  * destroy marks their records dead (under the registry lock) and the owners
- * free them when they next make a record, or at exit.  Thread exit gives
- * live records back to their pools.  Lock order: the registry lock, then a
- * pool's lock.
+ * free them when they next make a record, or at exit.  At exit a thread
+ * abandons its live records to their pools, blocks and all; a thread that
+ * starts on the pool adopts one whole, a refill that would take a new chunk
+ * takes their blocks first, and trim gives them back.  Lock order: the
+ * registry lock, then a pool's lock.
  */
 #define _GNU_SOURCE 1   /* adaptive mutexes */
 
@@ -116,22 +118,75 @@ void khl_i_drain_published(khl_pool_t *p, unsigned ci)
     khl_i_batches_return(&p->cls[ci], take_published(p, ci));
 }
 
+/* Gives class ci of the record's cached blocks back to its pool (its lock
+ * held); 1 when it held any. */
+static int cache_return_class(khl_pool_t *p, thread_cache_t *e, unsigned ci)
+{
+    khl_pool_class_cache_t *t = &e->c[ci];
+    khl_pool_class_t *c = &p->cls[ci];
+    int any = t->alloc || t->freed || t->stash || t->end;
+    c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
+    e->kept -= khl_i_batches_return(c, t->stash) * c->batch * c->size;
+    if (t->end)
+        khl_i_run_return(p, ci, t->bump, t->end);
+    t->alloc = t->freed = t->stash = NULL;
+    t->bump = t->end = NULL;
+    t->flush_at = frees_now(t) + c->batch;
+    return any;
+}
+
 /* Gives the record's cached blocks back to its pool (its lock held). */
 void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
 {
     unsigned i;
-    for (i = 0; i < p->ncls; i++) {
-        khl_pool_class_cache_t *t = &e->c[i];
-        khl_pool_class_t *c = &p->cls[i];
-        c->frees += khl_i_splice_chain(c, t->alloc) + khl_i_splice_chain(c, t->freed);
-        khl_i_batches_return(c, t->stash);
-        if (t->end)
-            khl_i_run_return(p, i, t->bump, t->end);
-        t->alloc = t->freed = t->stash = NULL;
-        t->bump = t->end = NULL;
-        t->flush_at = frees_now(t) + c->batch;
+    for (i = 0; i < p->ncls; i++)
+        cache_return_class(p, e, i);
+}
+
+/* An exiting thread's record goes to its pool whole, blocks and all (lock
+ * held), and the next thread to start on the pool adopts it: the blocks
+ * stay together in one thread.  Given back a batch at a time, they were
+ * spread over the threads that started next, and two threads started per
+ * run of the FastMM loop ended with more pages holding blocks of both each
+ * run, and ran slower each run (docs/pool.md, "Exited threads' caches"). */
+static void abandon(khl_pool_t *p, thread_cache_t *e)
+{
+    e->abandoned = 1;
+    e->tl_next = NULL;
+    e->adopt_next = p->abandoned;
+    p->abandoned = e;
+}
+
+static thread_cache_t *adopt(khl_pool_t *p)
+{
+    thread_cache_t *e = p->abandoned;
+    if (e) {
+        p->abandoned = e->adopt_next;
+        e->adopt_next = NULL;
+        e->abandoned = 0;
     }
-    e->kept = 0;
+    return e;
+}
+
+/* Class ci of every abandoned record back to the class (lock held), so
+ * that a refill takes an exited thread's blocks before a new chunk; 1 when
+ * any came back. */
+static int abandoned_return_class(khl_pool_t *p, unsigned ci)
+{
+    thread_cache_t *e;
+    int any = 0;
+    for (e = p->abandoned; e; e = e->adopt_next)
+        any |= cache_return_class(p, e, ci);
+    return any;
+}
+
+/* Trim's part: every abandoned record's blocks back (lock held).  The
+ * records stay, empty, for threads to adopt. */
+void khl_i_drain_abandoned(khl_pool_t *p)
+{
+    thread_cache_t *e;
+    for (e = p->abandoned; e; e = e->adopt_next)
+        khl_i_cache_return_blocks(p, e);
 }
 
 /* The calling thread's record for p, or NULL. */
@@ -143,34 +198,19 @@ thread_cache_t *khl_i_own_cache(const khl_pool_t *p)
     return e;
 }
 
-/* Gives the record's blocks and counts back and unlinks it (lock held). */
-static void cache_drain(khl_pool_t *p, thread_cache_t *e)
-{
-    unsigned i;
-    khl_i_cache_return_blocks(p, e);
-    khl_i_cache_counts(p, e, &p->hot.in_use, &p->uncached_allocs, &p->uncached_frees);
-    for (i = 0; i < p->ncls; i++)
-        p->cls[i].ts_allocs += counter(&e->c[i].allocs);
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        p->threads = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-}
-
 static void thread_exit(void *head)
 {
     thread_cache_t *e = (thread_cache_t *)head, *next;
     pthread_mutex_lock(&registry_lock);
     for (; e; e = next) {
         next = e->tl_next;
-        if (!e->dead) {
+        if (e->dead) {
+            free(e);
+        } else {
             pthread_mutex_lock(&e->pool->lock);
-            cache_drain(e->pool, e);
+            abandon(e->pool, e);
             pthread_mutex_unlock(&e->pool->lock);
         }
-        free(e);
     }
     my_caches = NULL;
     khl_pool_i_last_cache = &no_record;
@@ -230,13 +270,22 @@ int khl_i_threads_attach(khl_pool_t *p)
     return 0;
 }
 
-/* The pool is going: its threads' records die with it (see khl_pool_destroy). */
+/* The pool is going: its threads' records die with it (see
+ * khl_pool_destroy); the abandoned ones, which no thread holds, go now. */
 void khl_i_threads_detach(khl_pool_t *p)
 {
-    thread_cache_t *e;
+    thread_cache_t *e, *next;
     pthread_mutex_lock(&registry_lock);
-    for (e = p->threads; e; e = e->next)
-        e->dead = 1;
+    pthread_mutex_lock(&p->lock);
+    for (e = p->threads; e; e = next) {
+        next = e->next;
+        if (e->abandoned)
+            free(e);
+        else
+            e->dead = 1;
+    }
+    p->threads = p->abandoned = NULL;
+    pthread_mutex_unlock(&p->lock);
     purge_dead();
     pthread_mutex_unlock(&registry_lock);
     pthread_mutex_destroy(&p->lock);
@@ -259,19 +308,20 @@ static thread_cache_t *record_new(khl_pool_t *p)
     return e;
 }
 
-/* This thread's record for p, created on first use; NULL when it cannot be
- * made (the caller then takes the locked path).  The thread's list is its
- * own, and a generation names one pool for ever, so the search takes no
- * lock; nor does making a record (a new thread's first malloc, its first
- * touch), so that the registry lock, which the threads a program starts
- * together all take here, is held for a few stores.  A thread that sleeps
- * on it may be woken onto its waker's core and share it for milliseconds:
- * two threads started together on one thread-safe pool ran 4-12 ms longer
- * than their CPU time in 12 of 16 runs of a 13-20 ms loop, swapping cores
- * on the way (docs/pool.md). */
+/* This thread's record for p: an exited thread's, adopted, else a new one;
+ * NULL when there is neither (the caller then takes the locked path).  The
+ * thread's list is its own, and a generation names one pool for ever, so
+ * the search takes no lock; nor does making a record (a new thread's first
+ * malloc, its first touch), so that the registry lock, which the threads a
+ * program starts together all take here, is held for a few stores.  A
+ * thread that sleeps on it may be woken onto its waker's core and share it
+ * for milliseconds: two threads started together on one thread-safe pool
+ * ran 4-12 ms longer than their CPU time in 12 of 16 runs of a 13-20 ms
+ * loop, swapping cores on the way (docs/pool.md). */
 static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
 {
     thread_cache_t *e;
+    int adopted;
     pthread_once(&registry_once, key_init);
     if (!exit_key_ok)
         return NULL;
@@ -279,22 +329,35 @@ static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
         khl_pool_i_last_cache = &e->head;
         return e;
     }
-    e = record_new(p);
+    pthread_mutex_lock(&p->lock);
+    e = adopt(p);
+    pthread_mutex_unlock(&p->lock);
+    adopted = e != NULL;
+    if (!adopted)
+        e = record_new(p);
     pthread_mutex_lock(&registry_lock);
     purge_dead();
     if (e) {
         e->tl_next = my_caches;
         if (pthread_setspecific(exit_key, e) != 0) {
-            free(e);
+            if (adopted) {
+                pthread_mutex_lock(&p->lock);
+                abandon(p, e);
+                pthread_mutex_unlock(&p->lock);
+            } else {
+                free(e);
+            }
             e = NULL;
         } else {
             my_caches = e;
-            pthread_mutex_lock(&p->lock);
-            e->next = p->threads;
-            if (p->threads)
-                p->threads->prev = e;
-            p->threads = e;
-            pthread_mutex_unlock(&p->lock);
+            if (!adopted) {
+                pthread_mutex_lock(&p->lock);
+                e->next = p->threads;
+                if (p->threads)
+                    p->threads->prev = e;
+                p->threads = e;
+                pthread_mutex_unlock(&p->lock);
+            }
         }
     }
     khl_pool_i_last_cache = e ? &e->head : &no_record;
@@ -358,57 +421,73 @@ static int run_step(khl_pool_t *p, khl_pool_class_cache_t *t)
     return r;
 }
 
-/* Blocks of class ci for e, with the lock: the batches of exited threads,
- * up to REFILL_CHAINS of them and no more than fill half of what the
- * thread may keep (a thread starting on a pool whose threads come and go
- * takes the lock a few times, not once a batch), else up to a batch of loose
- * blocks left by exited threads
- * or locked paths, else every never-used slot of the class's current chunk
- * (taking at most one chunk from the system), its pages faulted as far as
- * the class had them, the thread faulting the others a step at a time as
- * it reaches them (run_step).  The whole rest of a chunk,
- * not a batch of it: two threads allocating one class from runs of one
- * chunk ran the FastMM loop 1.5 to 2 times slower than from chunks of
+/* Freed blocks of class ci for e (lock held): batches from c.batches (the
+ * stashes of drained records, published chains trim took back), up to
+ * REFILL_CHAINS of them and no more than fill half of what the thread may
+ * keep, else up to a batch of loose blocks.  Returns one block, the rest
+ * goes to e, *n counts all; NULL when the class has none. */
+static void *refill_freed(khl_pool_t *p, thread_cache_t *e, unsigned ci, size_t *n)
+{
+    khl_pool_class_t *c = &p->cls[ci];
+    khl_pool_class_cache_t *t = &e->c[ci];
+    size_t bytes = c->batch * c->size;
+    void *b, *more;
+    if ((b = khl_i_take_chain(p, ci)) != NULL) {
+        t->alloc = *(void **)b;
+        *n = c->batch;
+        while (*n < REFILL_CHAINS * c->batch && e->kept + bytes <= p->keep_bytes / 2 &&
+               (more = khl_i_take_chain(p, ci)) != NULL) {
+            ((void **)more)[1] = t->stash;
+            t->stash = more;
+            e->kept += bytes;
+            *n += c->batch;
+        }
+    } else if ((b = cls_pop_free(c)) != NULL) {
+        void *x;
+        for (*n = 1; *n < c->batch && (x = cls_pop_free(c)) != NULL; ++*n) {
+            *(void **)x = t->alloc;
+            t->alloc = x;
+        }
+    }
+    return b;
+}
+
+/* Blocks of class ci for e, with the lock: freed ones (refill_freed), else
+ * those the abandoned records hold, else every never-used slot of the
+ * class's current chunk (taking at most one chunk from the system), its
+ * pages faulted as far as the class had them, the thread faulting the
+ * others a step at a time as it reaches them (run_step).  The whole rest of
+ * a chunk, not a batch of it: two threads allocating one class from runs of
+ * one chunk ran the FastMM loop 1.5 to 2 times slower than from chunks of
  * their own (their blocks interleaved in memory), and a thread holds at
  * most one chunk's unused slots per class this way.  Returns one block,
- * the rest goes to t. */
+ * the rest goes to e. */
 static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned ci)
 {
     khl_pool_class_t *c = &p->cls[ci];
     khl_pool_class_cache_t *t = &e->c[ci];
-    size_t held, n = 0, bytes = c->batch * c->size;
-    void *b = NULL, *more;
+    size_t held, n = 0;
+    void *b = NULL;
     pthread_mutex_lock(&p->lock);
     /* The sum over the threads' counters only where a reserve holds. */
     held = c->reserve_until ? khl_i_cls_reserved(p, ci, khl_i_user_allocs(p, ci)) : 0;
     if (held) {
         b = refill_reserved(p, t, ci, held);
-    } else if ((b = khl_i_take_chain(p, ci)) != NULL) {
-        t->alloc = *(void **)b;
-        n = c->batch;
-        while (n < REFILL_CHAINS * c->batch && e->kept + bytes <= p->keep_bytes / 2 &&
-               (more = khl_i_take_chain(p, ci)) != NULL) {
-            ((void **)more)[1] = t->stash;
-            t->stash = more;
-            e->kept += bytes;
-            n += c->batch;
+    } else {
+        b = refill_freed(p, e, ci, &n);
+        if (!b && abandoned_return_class(p, ci))
+            b = refill_freed(p, e, ci, &n);
+        if (!b && khl_i_cls_fill_bump(p, ci, 1) == 0) {
+            /* The whole rest of the chunk is the thread's; its pages as far
+             * as they are in, the thread faults the others (run_step). */
+            n = bump_left(c);
+            b = c->bump;
+            t->bump = c->bump + c->size;
+            t->end = c->end;
+            c->bump = c->end = slots_end(c->cur);
+            run_settle(p, t, b);
+            c->refills = 0;   /* growth: sample the peak now */
         }
-    } else if ((b = cls_pop_free(c)) != NULL) {
-        void *x;
-        for (n = 1; n < c->batch && (x = cls_pop_free(c)) != NULL; n++) {
-            *(void **)x = t->alloc;
-            t->alloc = x;
-        }
-    } else if (khl_i_cls_fill_bump(p, ci, 1) == 0) {
-        /* The whole rest of the chunk is the thread's; its pages as far as
-         * they are in, the thread faults the others (run_step). */
-        n = bump_left(c);
-        b = c->bump;
-        t->bump = c->bump + c->size;
-        t->end = c->end;
-        c->bump = c->end = slots_end(c->cur);
-        run_settle(p, t, b);
-        c->refills = 0;   /* growth: sample the peak now */
     }
     if (b) {
         c->allocs += n;

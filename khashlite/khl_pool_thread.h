@@ -22,25 +22,30 @@
  * only. */
 KHL_STATIC_ASSERT(sizeof(khl_pool_class_cache_t) == 64, "a class's thread cache is one cache line");
 
-/* The exited threads' batches a refill takes at most, under the pool's
- * lock.  Each is a cold line (its link lives in its first block, last
- * written by the thread that freed it), about 0.15 us: taking as many as
- * fill half of what a thread keeps (73 batches of 100-byte blocks) held the
- * lock 10.8 us on average, longer than a contended thread spins before it
- * sleeps; 8 hold it 2 us. */
+/* The batches a refill takes at most from the class (those of drained
+ * records of exited threads, and published ones trim took back), under the
+ * pool's lock.  Each is a cold line (its link lives in its first block,
+ * last written by the thread that freed it), about 0.15 us: taking as many
+ * as fill half of what a thread keeps (73 batches of 100-byte blocks) held
+ * the lock 10.8 us on average, longer than a contended thread spins before
+ * it sleeps; 8 hold it 2 us. */
 enum { REFILL_CHAINS = 8 };
 
-/* One thread's caches for one pool.  It belongs to the thread, never to the
- * pool, so a pool can die while threads live (see khl_pool_thread.c).  It
- * starts as khl_pool_inline.h reads it: the pool's gen, then the class
- * caches from the next cache line. */
+/* One thread's caches for one pool.  It belongs to the thread while the
+ * thread lives, so a pool can die while threads live (see
+ * khl_pool_thread.c); once the thread exits it belongs to the pool, blocks
+ * and all (abandoned), until a new thread adopts it.  It starts as
+ * khl_pool_inline.h reads it: the pool's gen, then the class caches from
+ * the next cache line. */
 struct thread_cache {
     khl_pool_thread_head_t head;
     khl_pool_t *pool;
     thread_cache_t *tl_next;      /* the owning thread's records */
     thread_cache_t *prev, *next;  /* the pool's records, under its lock */
     size_t kept;                  /* bytes in the stashes, at most the pool's keep_bytes */
+    thread_cache_t *adopt_next;   /* the pool's abandoned records, under its lock */
     int dead;                     /* under the registry lock */
+    int abandoned;                /* its thread exited, its blocks kept; under the pool's lock */
     khl_pool_class_cache_t c[];
 };
 KHL_STATIC_ASSERT(offsetof(thread_cache_t, c) == KHL_POOL_I_CACHES_OFFSET,
@@ -66,6 +71,7 @@ KHL_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e,
 KHL_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
 KHL_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
 KHL_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
+KHL_HIDDEN void khl_i_drain_abandoned(khl_pool_t *p);
 KHL_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
 KHL_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);
 KHL_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci);

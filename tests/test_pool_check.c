@@ -5,6 +5,7 @@
  * the invariant that broke, without crashing on the corrupted pointers. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -229,6 +230,41 @@ Test(pool_check, kept_bytes_counter)
     e->kept += 64;
     assert_check_says(p, "kept batches");
     e->kept -= 64;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_destroy(p);
+}
+
+/* One full batch of 64 B blocks allocated and freed, then the thread
+ * exits: its record, the batch kept in it, goes to the pool. */
+static void *keep_a_batch_and_exit(void *arg)
+{
+    khl_pool_t *p = arg;
+    void *b[128];
+    for (int i = 0; i < 128; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 64));
+    for (int i = 0; i < 128; i++)
+        khl_pool_free(p, b[i], 64);
+    return NULL;
+}
+
+/* White box: the records of exited threads, which the pool holds, are
+ * checked as the caller's own record is, and each must be marked so. */
+Test(pool_check, an_exited_threads_record)
+{
+    khl_pool_t *p = pool_of(1, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, keep_a_batch_and_exit, p), 0);
+    pthread_join(t, NULL);
+    thread_cache_t *e = p->abandoned;
+    cr_assert_not_null(e);
+    cr_assert_eq(e->kept, 128 * 64);
+    cr_assert_eq(khl_pool_check(p), 0);
+    e->kept += 64;
+    assert_check_says(p, "kept batches");
+    e->kept -= 64;
+    e->abandoned = 0;
+    assert_check_says(p, "not marked abandoned");
+    e->abandoned = 1;
     cr_assert_eq(khl_pool_check(p), 0, "repaired");
     khl_pool_destroy(p);
 }

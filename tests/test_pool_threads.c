@@ -243,18 +243,21 @@ static void *alloc_and_free_many(void *arg)
     return NULL;   /* its cache still holds blocks */
 }
 
-Test(pool_threads, thread_exit_gives_its_cache_back)
+/* The exited thread's record, and the blocks it cached, are the pool's:
+ * trim gives them back. */
+Test(pool_threads, trim_gives_back_an_exited_threads_cache)
 {
     khl_pool_t *p = pt_pool(0);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, alloc_and_free_many, p), 0);
     pthread_join(t, NULL);
+    cr_assert_not_null(p->abandoned);
     cr_assert_gt(test_pool_stats(p).peak_bytes, 0);
     pt_all_back(p, 2000);
 }
 
 /* 2000 blocks of 64 B allocated and freed, then the thread exits: its full
- * batches (128 blocks each) go back to the pool whole. */
+ * batches (128 blocks each) stay in its record, which the pool keeps. */
 static void *free_batches_and_exit(void *arg)
 {
     khl_pool_t *p = arg;
@@ -266,13 +269,25 @@ static void *free_batches_and_exit(void *arg)
     return NULL;
 }
 
-/* A thread starting on a pool whose threads come and go takes the exited
- * threads' batches REFILL_CHAINS at a time, not one batch per trip through
- * the lock, and not all at once either: each is a cold line read under the
- * lock, and a long hold puts the threads starting beside it to sleep. */
-Test(pool_threads, a_new_thread_takes_exited_threads_batches_a_few_at_a_time)
+/* This thread's record for p, made by one allocation of another class
+ * (16 B) than the tests' own. */
+static const thread_cache_t *pt_own_record(khl_pool_t *p)
+{
+    khl_pool_free(p, khl_pool_alloc(p, 16), 16);
+    const thread_cache_t *e = khl_i_own_cache(p);
+    cr_assert_not_null(e);
+    return e;
+}
+
+/* A live thread whose class runs dry takes an exited thread's blocks
+ * before a chunk from the system, and its full batches REFILL_CHAINS at a
+ * time, not one batch per trip through the lock, and not all at once
+ * either: each is a cold line read under the lock, and a long hold puts
+ * the threads starting beside it to sleep. */
+Test(pool_threads, a_refill_takes_an_exited_threads_batches_a_few_at_a_time)
 {
     khl_pool_t *p = pt_pool(0);
+    const thread_cache_t *e = pt_own_record(p);
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, free_batches_and_exit, p), 0);
     pthread_join(t, NULL);
@@ -282,10 +297,8 @@ Test(pool_threads, a_new_thread_takes_exited_threads_batches_a_few_at_a_time)
      * one to allocate from; the blocks of the others wait in the pool. */
     cr_assert_eq(2000 / batch, 15);
     static void *b[2000];
-    b[0] = khl_pool_alloc(p, 64);   /* this thread's first: a refill */
+    b[0] = khl_pool_alloc(p, 64);   /* this thread's first of the class: a refill */
     cr_assert_not_null(b[0]);
-    const thread_cache_t *e = khl_i_own_cache(p);
-    cr_assert_not_null(e);
     cr_assert_eq(e->kept, (REFILL_CHAINS - 1) * batch_bytes, "kept %zu bytes, %zu a batch", e->kept,
                  batch_bytes);
     /* The second takes the other 7: every full batch reused, no chunk more. */
@@ -297,6 +310,85 @@ Test(pool_threads, a_new_thread_takes_exited_threads_batches_a_few_at_a_time)
         khl_pool_free(p, b[i], 64);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_destroy(p);
+}
+
+/* Threads started after others exited adopt their records whole: each
+ * goes on with one exited thread's blocks, however their allocations
+ * interleave.  (Given back a batch at a time, an exited thread's blocks
+ * were spread over the threads that came next; run after run, more pages
+ * held blocks of two threads, and two threads sharing a pool ran slower
+ * each run.) */
+enum { ADOPT_N = 2000 };
+
+typedef struct adopter {
+    khl_pool_t *p;
+    pthread_barrier_t *bar;
+    int second;                /* 1: waits for the other before each step */
+    void *b[ADOPT_N];
+} adopter_t;
+
+/* ADOPT_N blocks of 64 B in two steps, 200 and then the rest, taking
+ * turns with the other thread (first: 200, other: 200, first: the rest,
+ * other: the rest), all held until both are done, then freed. */
+static void *adopter_run(void *arg)
+{
+    adopter_t *a = arg;
+    int i;
+    if (a->second)
+        pthread_barrier_wait(a->bar);
+    for (i = 0; i < 200; i++)
+        a->b[i] = pt_make(a->p, 64, (uint64_t)i);
+    pthread_barrier_wait(a->bar);
+    pthread_barrier_wait(a->bar);
+    for (; i < ADOPT_N; i++)
+        a->b[i] = pt_make(a->p, 64, (uint64_t)i);
+    pthread_barrier_wait(a->bar);
+    if (!a->second)
+        pthread_barrier_wait(a->bar);
+    for (i = 0; i < ADOPT_N; i++)
+        pt_check_free(a->p, a->b[i], 1);
+    return NULL;
+}
+
+/* The one chunk all of a's blocks lie in, NULL when they span several. */
+static const khl_pool_chunk_t *adopter_chunk(const khl_pool_t *p, const adopter_t *a)
+{
+    const khl_pool_chunk_t *k = chunk_of(p, a->b[0]);
+    for (int i = 1; i < ADOPT_N; i++)
+        if (chunk_of(p, a->b[i]) != k)
+            return NULL;
+    return k;
+}
+
+Test(pool_threads, threads_started_after_others_exited_adopt_their_caches_whole)
+{
+    khl_pool_t *p = pt_pool(0);
+    static adopter_t a[4];
+    pthread_barrier_t bar;
+    pthread_t t[4];
+    int i;
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, 2), 0);
+    /* Phase 1: two threads; each takes a chunk of its own. */
+    for (i = 0; i < 2; i++) {
+        a[i] = (adopter_t){.p = p, .bar = &bar, .second = i};
+        cr_assert_eq(pthread_create(&t[i], NULL, adopter_run, &a[i]), 0);
+    }
+    for (i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    const khl_pool_chunk_t *k0 = adopter_chunk(p, &a[0]), *k1 = adopter_chunk(p, &a[1]);
+    cr_assert(k0 && k1 && k0 != k1, "phase 1: each thread's blocks in a chunk of its own");
+    /* Phase 2: two new threads, whose allocations take turns. */
+    for (i = 2; i < 4; i++) {
+        a[i] = (adopter_t){.p = p, .bar = &bar, .second = i == 3};
+        cr_assert_eq(pthread_create(&t[i], NULL, adopter_run, &a[i]), 0);
+    }
+    for (i = 2; i < 4; i++)
+        pthread_join(t[i], NULL);
+    const khl_pool_chunk_t *k2 = adopter_chunk(p, &a[2]), *k3 = adopter_chunk(p, &a[3]);
+    cr_assert(k2 && k3, "a new thread's blocks span both exited threads' chunks");
+    cr_assert((k2 == k0 && k3 == k1) || (k2 == k1 && k3 == k0), "the new threads took a chunk each");
+    pthread_barrier_destroy(&bar);
+    pt_all_back(p, 4 * ADOPT_N);
 }
 
 /* One 100 B block allocated, written and freed; then, if arg names a
@@ -332,30 +424,43 @@ static size_t chunk_resident_pages(const khl_pool_chunk_t *k)
     return r;
 }
 
-/* A thread that exits with its run of never-used slots nearly whole gives
- * it back as the class's never-used slots, nothing written into them (it
+/* A thread that exits with its run of never-used slots nearly whole keeps
+ * it in its record, unwritten; a thread that adopts the record goes on
+ * where it stopped, and a refill that takes the record's blocks gives the
+ * run back as the class's never-used slots, nothing written into them (it
  * used to push them as free blocks, which writes into them and faulted the
- * chunk's pages in): the pages no thread reached stay out, and the next
- * thread goes on in the same chunk where the last one stopped. */
-Test(pool_threads, an_exiting_thread_gives_its_run_back_unwritten)
+ * chunk's pages in): the pages no thread reached stay out. */
+Test(pool_threads, an_exited_threads_run_goes_back_unwritten)
 {
     khl_pool_t *p = pt_pool(0);
+    const thread_cache_t *mine = pt_own_record(p);
     one_block_t o = {p, NULL};
     pthread_t t;
+    unsigned ci = class_of(100);
     cr_assert_eq(pthread_create(&t, NULL, one_block_and_exit, &o), 0);
     pthread_join(t, NULL);
-    const khl_pool_class_t *c = &p->cls[class_of(100)];
+    const khl_pool_class_t *c = &p->cls[ci];
+    const thread_cache_t *e = p->abandoned;
     cr_assert_not_null(c->cur);
-    cr_assert_eq(c->bump, c->cur->slots + c->size, "the run from the chunk's second slot");
+    cr_assert(e && e != mine, "the exited thread's record is the pool's");
+    cr_assert_eq(e->c[ci].bump, c->cur->slots + c->size, "its run from the chunk's second slot");
     cr_assert_leq(chunk_resident_pages(c->cur), 2);
     cr_assert_eq(khl_pool_check(p), 0);
     cr_assert_eq(pthread_create(&t, NULL, one_block_and_exit, &o), 0);
     pthread_join(t, NULL);
-    cr_assert_eq(c->bump, c->cur->slots + c->size, "the freed block served the second thread");
-    pt_all_back(p, 2);
+    cr_assert_eq(p->abandoned, e, "the second thread adopted the record");
+    cr_assert_eq(e->c[ci].bump, c->cur->slots + c->size, "the freed block served the second thread");
+    void *b = khl_pool_alloc(p, 100);   /* this thread's refill takes the record's blocks */
+    cr_assert_not_null(b);
+    cr_assert_eq(c->bump, c->cur->slots + c->size, "the run back as the class's never-used slots");
+    cr_assert_null(e->c[ci].end);
+    cr_assert_leq(chunk_resident_pages(c->cur), 2);
+    cr_assert_eq(khl_pool_check(p), 0);
+    khl_pool_free(p, b, 100);
+    pt_all_back(p, 4);
 }
 
-/* When another thread has taken a new chunk meanwhile, an exiting thread's
+/* When another thread has taken a new chunk meanwhile, an exited thread's
  * run goes back as free blocks as far as its pages are in and stays never
  * used past them; the counts hold and trim frees both chunks.  (A pool
  * that leaves pages to first writes has them all "in": its run goes back
@@ -365,6 +470,7 @@ Test(pool_threads, a_run_given_back_after_its_chunk_is_no_longer_current)
     khl_pool_t *p = pt_pool_with(0, 0, KHL_POOL_PAGES_AHEAD);
     pthread_barrier_t bar;
     pthread_t a, b;
+    pt_own_record(p);
     cr_assert_eq(pthread_barrier_init(&bar, NULL, 2), 0);
     one_block_t oa = {p, &bar}, ob = {p, NULL};
     cr_assert_eq(pthread_create(&a, NULL, one_block_and_exit, &oa), 0);
@@ -376,10 +482,13 @@ Test(pool_threads, a_run_given_back_after_its_chunk_is_no_longer_current)
     pthread_barrier_destroy(&bar);
     const khl_pool_class_t *c = &p->cls[class_of(100)];
     cr_assert_not_null(c->chunks->next, "two chunks");
+    void *x = khl_pool_alloc(p, 100);   /* takes both records' blocks and runs back */
+    cr_assert_not_null(x);
     cr_assert_eq(khl_pool_check(p), 0);
     for (const khl_pool_chunk_t *k = c->chunks; k; k = k->next)
         cr_assert_leq(chunk_resident_pages(k), 2);
-    pt_all_back(p, 2);
+    khl_pool_free(p, x, 100);
+    pt_all_back(p, 4);
 }
 
 typedef struct lifetime {

@@ -5,7 +5,8 @@
  * fill them with a pattern, and hand them through a locked queue to the next
  * thread, which checks and frees them (cross-thread frees, sized and
  * unsized, small and large); some threads exit while others still free their
- * blocks.  Producers reserve now and then and consumers trim, so a reserve's
+ * blocks, and a second wave of producers then adopts the records the first
+ * left to the pool.  Producers reserve now and then and consumers trim, so a reserve's
  * count of every thread's allocations and a trim run while other threads'
  * caches change, and consumers run khl_pool_check meanwhile.  It runs twice:
  * with the default thread_keep_bytes, and with 1, so that every batch a
@@ -30,6 +31,7 @@
 
 #define THREADS 4
 #define ROUNDS 20000
+#define WAVES 2   /* of producers, one after the other */
 #define QCAP 256
 
 typedef struct item { unsigned char *p; size_t n; unsigned tag; } item_t;
@@ -182,10 +184,12 @@ static void run(size_t keep)
         queues[i].closed = 0;
         pthread_create(&cons[i], NULL, consumer, (void *)i);
     }
-    for (size_t i = 0; i < THREADS; ++i)
-        pthread_create(&prod[i], NULL, producer, (void *)i);
-    for (size_t i = 0; i < THREADS; ++i)
-        pthread_join(prod[i], NULL);          /* producers exit, their blocks still queued */
+    for (size_t w = 0; w < WAVES; ++w) {
+        for (size_t i = 0; i < THREADS; ++i)
+            pthread_create(&prod[i], NULL, producer, (void *)(w * THREADS + i));
+        for (size_t i = 0; i < THREADS; ++i)
+            pthread_join(prod[i], NULL);      /* producers exit, their blocks still queued */
+    }
     for (size_t i = 0; i < THREADS; ++i) {
         pthread_mutex_lock(&queues[i].lock);
         queues[i].closed = 1;
@@ -197,13 +201,13 @@ static void run(size_t keep)
     khl_pool_stats_t s;
     failures += !empty(pool, "shared");
     khl_pool_stats(pool, &s);
-    if (s.allocs != (uint64_t)THREADS * ROUNDS + atomic_load(&moves)) {
+    if (s.allocs != (uint64_t)WAVES * THREADS * ROUNDS + atomic_load(&moves)) {
         fprintf(stderr, "pool_stress: %llu allocations counted, %d made and %llu moved by realloc\n",
-                (unsigned long long)s.allocs, THREADS * ROUNDS, (unsigned long long)atomic_load(&moves));
+                (unsigned long long)s.allocs, WAVES * THREADS * ROUNDS, (unsigned long long)atomic_load(&moves));
         failures++;
     }
     khl_pool_destroy(pool);
-    printf("pool_stress: %d threads x %d blocks, thread_keep_bytes %zu: %s\n", THREADS, ROUNDS, keep,
+    printf("pool_stress: %d waves of %d threads x %d blocks, thread_keep_bytes %zu: %s\n", WAVES, THREADS, ROUNDS, keep,
            failures ? "FAILED" : "ok");
 }
 
