@@ -2,7 +2,8 @@
 # mruby/build.sh VARIANT SRC OUT: builds one mruby (stock, khl, stock-asan, khl-asan; see
 # mruby/build_config.rb) from the unpacked source SRC into OUT, with rake -j2.
 # khl variants build from OUT/src, a copy of SRC with mruby/patches/*.patch
-# applied; the copy is remade when a patch is newer than it.
+# applied; the copy is remade when the set of patches or one of them changed
+# (its stamp holds their names and checksums).
 # With a fourth argument "test", runs mruby's `rake test` instead and prints
 # its summary.
 set -eu
@@ -17,21 +18,15 @@ stock|stock-asan) tree=$src ;;
 khl|khl-asan)
     tree=$out/src
     stamp=$out/src/.khl-patched
-    stale=1
-    if [ -f "$stamp" ]; then
-        stale=0
-        for p in "$here"/patches/*.patch; do
-            [ "$p" -nt "$stamp" ] && stale=1
-        done
-    fi
-    if [ $stale = 1 ]; then
+    sums=$(cd "$here/patches" && cksum ./*.patch)
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sums" ]; then
         rm -rf "$tree" "$out/build"
         cp -a "$src" "$tree"
         for p in "$here"/patches/*.patch; do
             echo "mruby: applying $(basename "$p")" >&2
             patch -s -p1 -d "$tree" < "$p"
         done
-        touch "$stamp"
+        printf '%s\n' "$sums" > "$stamp"
     fi ;;
 *) echo "mruby/build.sh: unknown variant $variant" >&2; exit 2 ;;
 esac
