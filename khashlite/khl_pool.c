@@ -465,6 +465,11 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count)
     if (count == 0)
         return 0;
     lock(p);
+    /* What exited threads' caches hold is the pool's: ready, not mapped
+     * anew.  Moved among the class's free blocks, it changes no count, so
+     * a reserve that then fails still leaves the pool as it was. */
+    if (p->flags & F_THREADS)
+        khl_i_abandoned_return_class(p, class_of(n));
     r = khl_i_core_reserve(p, class_of(n), count, khl_i_user_allocs(p, class_of(n)));
     KHL_I_DEBUG_CHECK(p);
     unlock(p);

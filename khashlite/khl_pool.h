@@ -290,7 +290,8 @@ int khl_pool_owns(const khl_pool_t *p, const void *ptr);
  * the next `count` allocations of that class never go to the system.
  * Reserves add up and trim keeps them; a reserve is used up by allocations
  * of its class (thread-safe pools: by any thread, counted when a caller gets
- * the block, not when a thread's cache takes it).  Returns 0, or -1 with
+ * the block, not when a thread's cache takes it; the blocks of that class
+ * that exited threads' caches hold count as ready).  Returns 0, or -1 with
  * nothing reserved and the pool unchanged when memory runs out, the chunks
  * it needs would pass limit_bytes or the machine's physical memory (every
  * page is touched: the kernel would kill the process rather than fail),

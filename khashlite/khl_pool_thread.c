@@ -169,9 +169,9 @@ static thread_cache_t *adopt(khl_pool_t *p)
 }
 
 /* Class ci of every abandoned record back to the class (lock held), so
- * that a refill takes an exited thread's blocks before a new chunk; 1 when
- * any came back. */
-static int abandoned_return_class(khl_pool_t *p, unsigned ci)
+ * that a refill takes an exited thread's blocks before a new chunk, and a
+ * reserve counts them ready; 1 when any came back. */
+int khl_i_abandoned_return_class(khl_pool_t *p, unsigned ci)
 {
     thread_cache_t *e;
     int any = 0;
@@ -475,7 +475,7 @@ static KHL_NOINLINE void *ts_refill(khl_pool_t *p, thread_cache_t *e, unsigned c
         b = refill_reserved(p, t, ci, held);
     } else {
         b = refill_freed(p, e, ci, &n);
-        if (!b && abandoned_return_class(p, ci))
+        if (!b && khl_i_abandoned_return_class(p, ci))
             b = refill_freed(p, e, ci, &n);
         if (!b && khl_i_cls_fill_bump(p, ci, 1) == 0) {
             /* The whole rest of the chunk is the thread's; its pages as far

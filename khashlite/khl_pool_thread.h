@@ -72,6 +72,7 @@ KHL_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
 KHL_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
 KHL_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN void khl_i_drain_abandoned(khl_pool_t *p);
+KHL_HIDDEN int khl_i_abandoned_return_class(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
 KHL_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);
 KHL_HIDDEN void khl_i_ts_free_slow(khl_pool_t *p, thread_cache_t *e, void *ptr, unsigned ci);

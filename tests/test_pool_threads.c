@@ -312,6 +312,28 @@ Test(pool_threads, a_refill_takes_an_exited_threads_batches_a_few_at_a_time)
     khl_pool_destroy(p);
 }
 
+/* A reserve counts the blocks an exited thread's cache holds as ready: it
+ * takes no chunk for them. */
+Test(pool_threads, a_reserve_counts_an_exited_threads_blocks_ready)
+{
+    khl_pool_t *p = pt_pool(0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, free_batches_and_exit, p), 0);
+    pthread_join(t, NULL);
+    size_t chunks = p->nchunks, system = test_pool_stats(p).system_bytes;
+    cr_assert_eq(khl_pool_reserve(p, 64, 2000), 0);
+    cr_assert_eq(p->nchunks, chunks, "the reserve took a chunk");
+    cr_assert_eq(test_pool_stats(p).system_bytes, system);
+    cr_assert_eq(khl_pool_check(p), 0);
+    static void *b[2000];
+    for (int i = 0; i < 2000; i++)
+        cr_assert_not_null(b[i] = khl_pool_alloc(p, 64));
+    cr_assert_eq(p->nchunks, chunks);
+    for (int i = 0; i < 2000; i++)
+        khl_pool_free(p, b[i], 64);
+    pt_all_back(p, 4000);
+}
+
 /* Threads started after others exited adopt their records whole: each
  * goes on with one exited thread's blocks, however their allocations
  * interleave.  (Given back a batch at a time, an exited thread's blocks
