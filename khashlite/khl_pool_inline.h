@@ -99,7 +99,7 @@ typedef struct khl_pool_class {
      * the reserve left (cls_reserved). */
     uint64_t allocs, frees;
     uint64_t reserve_until;       /* reserve holds until cls_user_allocs reaches this; 0: none */
-    uint64_t ts_allocs;           /* thread-safe: callers' allocations no live thread record counts */
+    uint64_t ts_allocs;           /* thread-safe: callers' allocations no thread record counts */
     size_t carved;                /* slots ever bumped, in chunks other than cur */
     struct khl_pool_chunk *cur;
     struct khl_pool_chunk *fresh; /* chunks with all slots never used */

@@ -102,8 +102,9 @@ struct khl_pool {
     unsigned flags;
     size_t max_small;
     uint64_t large_allocs, large_frees;
-    /* Thread-safe pools: small blocks allocated and freed outside any live
-     * thread's cache (locked paths, and the counts of exited threads). */
+    /* Thread-safe pools: small blocks allocated and freed outside every
+     * thread's cache (the locked paths; an exited thread's counts stay in
+     * its record, which the pool keeps). */
     uint64_t uncached_allocs, uncached_frees;
     size_t chunk_bytes, page;
     int prefault;                 /* 1: faults its own chunks' pages ahead, never with a backing allocator (lazy_pages; khl_pool_class.c) */
