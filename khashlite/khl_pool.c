@@ -479,16 +479,17 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count)
 void khl_pool_trim(khl_pool_t *p)
 {
     unsigned i;
-    thread_cache_t *mine = khl_i_own_cache(p);
+    thread_cache_t *mine = khl_i_own_cache(p), *retired = NULL;
     khl_pool_unmap_t u;
     u.n = 0;
     lock(p);
     /* The caller's own cache can go too, and those of exited threads,
-     * which are the pool's; live threads' caches are theirs. */
+     * which are the pool's, records and all; live threads' caches are
+     * theirs. */
     if (mine)
         khl_i_cache_return_blocks(p, mine);
     if (p->flags & F_THREADS)
-        khl_i_drain_abandoned(p);
+        retired = khl_i_retire_abandoned(p);
     for (i = 0; i < p->ncls; i++) {
         if (p->published)
             khl_i_drain_published(p, i);
@@ -498,6 +499,7 @@ void khl_pool_trim(khl_pool_t *p)
     khl_i_large_trim(p);
     KHL_I_DEBUG_CHECK(p);
     unlock(p);
+    khl_i_records_free(retired);   /* free() outside the lock: malloc may be this pool */
 }
 
 void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s)

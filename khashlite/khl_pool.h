@@ -78,8 +78,9 @@
  * to start on the pool adopts it whole, so that an exited thread's blocks
  * go on together in one thread instead of spread over several; a refill
  * that would otherwise take a new chunk takes its blocks first, and
- * khl_pool_trim gives them back.  A destroyed pool's caches are simply
- * forgotten.
+ * khl_pool_trim gives them back and frees the records.  A pool keeps up to
+ * 64 such caches; the caches of threads exiting past that go back to the
+ * pool at once.  A destroyed pool's caches are simply forgotten.
  *
  * Every failure is reported (NULL or -1, the pool unchanged); misuse is
  * undefined as with free() unless the pool was created with checked = 1,
@@ -306,7 +307,8 @@ int khl_pool_reserve(khl_pool_t *p, size_t n, size_t count);
  * the calling thread's cache for this pool goes back first, all of it
  * (blocks to hand out, blocks it freed, batches it kept, never-used runs;
  * its next allocation refills under the lock), and so do the batches
- * threads published and the caches of exited threads, so once every
+ * threads published and the caches of exited threads (their records
+ * freed), so once every
  * block is freed and the other threads that used the pool have exited, it
  * gives back what a single-threaded pool would.  Blocks in other live
  * threads' caches (batches they keep included) count as live: trim cannot

@@ -291,8 +291,9 @@ static int record_ok(const khl_pool_t *p, const thread_cache_t *e)
 }
 
 /* The records: every abandoned one is on the pool's list of records and
- * marked so, no other is marked, and each abandoned one and the caller's
- * own hold what they count.  The lists are walked at most MAX_RECORDS far,
+ * marked so, no other is marked, the pool counts them (at most
+ * KEEP_ABANDONED), and each abandoned one and the caller's own hold what
+ * they count.  The lists are walked at most MAX_RECORDS far,
  * so that a corrupted link gives a message, not an endless loop. */
 enum { MAX_RECORDS = 1 << 20 };
 
@@ -308,9 +309,10 @@ static int records_ok(const khl_pool_t *p)
         if (record_ok(p, e) < 0)
             return -1;
     }
-    if (nthreads == MAX_RECORDS || nabandoned == MAX_RECORDS || marked != nabandoned)
-        return broken("%zu records, %zu of them marked abandoned, %zu on the abandoned list", nthreads,
-                      marked, nabandoned);
+    if (nthreads == MAX_RECORDS || nabandoned == MAX_RECORDS || marked != nabandoned ||
+        nabandoned != p->nabandoned || nabandoned > KEEP_ABANDONED)
+        return broken("%zu records, %zu of them marked abandoned, %zu on the abandoned list, "
+                      "which counts %zu", nthreads, marked, nabandoned, p->nabandoned);
     e = khl_i_own_cache(p);
     return e ? record_ok(p, e) : 0;
 }

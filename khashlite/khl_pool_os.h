@@ -144,6 +144,7 @@ struct khl_pool {
     pthread_mutex_t lock;
     thread_cache_t *threads;      /* every record, abandoned ones too */
     thread_cache_t *abandoned;    /* records of exited threads, newest first (adopt_next) */
+    size_t nabandoned;            /* at most KEEP_ABANDONED */
     published_t *published;       /* ncls of them, after cls[] in the pool's allocation */
     size_t keep_bytes;            /* thread_keep_bytes: what a thread's stashes may hold */
     khl_pool_class_t cls[];

@@ -5,9 +5,10 @@
  * thread's records are its own, so a pool can die while threads live:
  * destroy marks their records dead (under the registry lock) and the owners
  * free them when they next make a record, or at exit.  At exit a thread
- * abandons its live records to their pools, blocks and all; a thread that
- * starts on the pool adopts one whole, a refill that would take a new chunk
- * takes their blocks first, and trim gives them back.  Lock order: the
+ * abandons its live records to their pools, blocks and all (up to
+ * KEEP_ABANDONED a pool); a thread that starts on the pool adopts one
+ * whole, a refill that would take a new chunk takes their blocks first,
+ * and trim gives them back and frees them.  Lock order: the
  * registry lock, then a pool's lock.
  */
 #define _GNU_SOURCE 1   /* adaptive mutexes */
@@ -143,18 +144,44 @@ void khl_i_cache_return_blocks(khl_pool_t *p, thread_cache_t *e)
         cache_return_class(p, e, i);
 }
 
+/* Gives the record's blocks and counts back and unlinks it (lock held);
+ * the caller frees it once the lock is released. */
+static void retire(khl_pool_t *p, thread_cache_t *e)
+{
+    unsigned i;
+    khl_i_cache_return_blocks(p, e);
+    khl_i_cache_counts(p, e, &p->hot.in_use, &p->uncached_allocs, &p->uncached_frees);
+    for (i = 0; i < p->ncls; i++)
+        p->cls[i].ts_allocs += counter(&e->c[i].allocs);
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        p->threads = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+}
+
 /* An exiting thread's record goes to its pool whole, blocks and all (lock
  * held), and the next thread to start on the pool adopts it: the blocks
  * stay together in one thread.  Given back a batch at a time, they were
  * spread over the threads that started next, and two threads started per
  * run of the FastMM loop ended with more pages holding blocks of both each
- * run, and ran slower each run (docs/pool.md, "Exited threads' caches"). */
-static void abandon(khl_pool_t *p, thread_cache_t *e)
+ * run, and ran slower each run (docs/pool.md, "Exited threads' caches").
+ * The pool keeps at most KEEP_ABANDONED of them, so that a burst of
+ * threads leaves no more records behind than that: past it, the record is
+ * retired, and 0 tells the caller to free it. */
+static int abandon(khl_pool_t *p, thread_cache_t *e)
 {
+    if (p->nabandoned == KEEP_ABANDONED) {
+        retire(p, e);
+        return 0;
+    }
     e->abandoned = 1;
     e->tl_next = NULL;
     e->adopt_next = p->abandoned;
     p->abandoned = e;
+    p->nabandoned++;
+    return 1;
 }
 
 static thread_cache_t *adopt(khl_pool_t *p)
@@ -162,6 +189,7 @@ static thread_cache_t *adopt(khl_pool_t *p)
     thread_cache_t *e = p->abandoned;
     if (e) {
         p->abandoned = e->adopt_next;
+        p->nabandoned--;
         e->adopt_next = NULL;
         e->abandoned = 0;
     }
@@ -180,13 +208,26 @@ int khl_i_abandoned_return_class(khl_pool_t *p, unsigned ci)
     return any;
 }
 
-/* Trim's part: every abandoned record's blocks back (lock held).  The
- * records stay, empty, for threads to adopt. */
-void khl_i_drain_abandoned(khl_pool_t *p)
+/* Trim's part: every abandoned record retired (lock held), its blocks and
+ * counts back.  Returns them, linked by adopt_next, for
+ * khl_i_records_free once the lock is released. */
+thread_cache_t *khl_i_retire_abandoned(khl_pool_t *p)
 {
-    thread_cache_t *e;
-    for (e = p->abandoned; e; e = e->adopt_next)
-        khl_i_cache_return_blocks(p, e);
+    thread_cache_t *e, *all = p->abandoned;
+    for (e = all; e; e = e->adopt_next)
+        retire(p, e);
+    p->abandoned = NULL;
+    p->nabandoned = 0;
+    return all;
+}
+
+void khl_i_records_free(thread_cache_t *e)
+{
+    thread_cache_t *next;
+    for (; e; e = next) {
+        next = e->adopt_next;
+        free(e);
+    }
 }
 
 /* The calling thread's record for p, or NULL. */
@@ -207,9 +248,12 @@ static void thread_exit(void *head)
         if (e->dead) {
             free(e);
         } else {
+            int kept;
             pthread_mutex_lock(&e->pool->lock);
-            abandon(e->pool, e);
+            kept = abandon(e->pool, e);
             pthread_mutex_unlock(&e->pool->lock);
+            if (!kept)
+                free(e);
         }
     }
     my_caches = NULL;
@@ -285,6 +329,7 @@ void khl_i_threads_detach(khl_pool_t *p)
             e->dead = 1;
     }
     p->threads = p->abandoned = NULL;
+    p->nabandoned = 0;
     pthread_mutex_unlock(&p->lock);
     purge_dead();
     pthread_mutex_unlock(&registry_lock);
@@ -340,13 +385,14 @@ static KHL_NOINLINE thread_cache_t *cache_slow(khl_pool_t *p)
     if (e) {
         e->tl_next = my_caches;
         if (pthread_setspecific(exit_key, e) != 0) {
+            int kept = 0;
             if (adopted) {
                 pthread_mutex_lock(&p->lock);
-                abandon(p, e);
+                kept = abandon(p, e);
                 pthread_mutex_unlock(&p->lock);
-            } else {
-                free(e);
             }
+            if (!kept)
+                free(e);
             e = NULL;
         } else {
             my_caches = e;

@@ -31,6 +31,12 @@ KHL_STATIC_ASSERT(sizeof(khl_pool_class_cache_t) == 64, "a class's thread cache 
  * it sleeps; 8 hold it 2 us. */
 enum { REFILL_CHAINS = 8 };
 
+/* The records of exited threads a pool keeps for threads to adopt (each
+ * about 2.4 KiB with the default classes, and what its thread cached).
+ * More threads than that exiting while none starts is a burst; the records
+ * past it go back as before adoption: blocks to the classes, freed. */
+enum { KEEP_ABANDONED = 64 };
+
 /* One thread's caches for one pool.  It belongs to the thread while the
  * thread lives, so a pool can die while threads live (see
  * khl_pool_thread.c); once the thread exits it belongs to the pool, blocks
@@ -71,7 +77,8 @@ KHL_HIDDEN void khl_i_cache_counts(const khl_pool_t *p, const thread_cache_t *e,
 KHL_HIDDEN uint64_t khl_i_user_allocs(const khl_pool_t *p, unsigned ci);
 KHL_HIDDEN void khl_i_sample_peak(khl_pool_t *p);
 KHL_HIDDEN void khl_i_drain_published(khl_pool_t *p, unsigned ci);
-KHL_HIDDEN void khl_i_drain_abandoned(khl_pool_t *p);
+KHL_HIDDEN thread_cache_t *khl_i_retire_abandoned(khl_pool_t *p);
+KHL_HIDDEN void khl_i_records_free(thread_cache_t *e);
 KHL_HIDDEN int khl_i_abandoned_return_class(khl_pool_t *p, unsigned ci);
 KHL_HIDDEN thread_cache_t *khl_i_my_cache(khl_pool_t *p);
 KHL_HIDDEN void *khl_i_ts_alloc_slow(khl_pool_t *p, thread_cache_t *e, size_t n);

@@ -256,6 +256,85 @@ Test(pool_threads, trim_gives_back_an_exited_threads_cache)
     pt_all_back(p, 2000);
 }
 
+/* 2000 blocks of 64 B allocated, all but the last 10 freed (those go to
+ * arg's array), then the thread exits. */
+typedef struct leaver {
+    khl_pool_t *p;
+    void *live[10];
+} leaver_t;
+
+static void *free_most_and_exit(void *arg)
+{
+    leaver_t *l = arg;
+    static void *b[2000];
+    for (int i = 0; i < 2000; i++)
+        b[i] = pt_make(l->p, 64, (uint64_t)i);
+    for (int i = 0; i < 1990; i++)
+        pt_check_free(l->p, b[i], 1);
+    memcpy(l->live, b + 1990, sizeof l->live);
+    return NULL;
+}
+
+/* Trim frees the exited threads' records; the counts they kept go to the
+ * pool's, blocks still live included, so the stats do not move. */
+Test(pool_threads, trim_frees_exited_threads_records_and_keeps_their_counts)
+{
+    khl_pool_t *p = pt_pool(0);
+    leaver_t l = {.p = p};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, free_most_and_exit, &l), 0);
+    pthread_join(t, NULL);
+    khl_pool_stats_t before = test_pool_stats(p), after;
+    cr_assert_eq(before.in_use_bytes, 10 * 64);
+    cr_assert_eq(p->nabandoned, 1);
+    khl_pool_trim(p);
+    cr_assert_null(p->abandoned);
+    cr_assert_eq(p->nabandoned, 0);
+    after = test_pool_stats(p);
+    cr_assert_eq(after.allocs, before.allocs);
+    cr_assert_eq(after.frees, before.frees);
+    cr_assert_eq(after.in_use_bytes, before.in_use_bytes);
+    cr_assert_eq(khl_pool_check(p), 0);
+    for (int i = 0; i < 10; i++)
+        pt_check_free(p, l.live[i], 1);
+    pt_all_back(p, 2000);
+}
+
+/* One 64 B block allocated and freed, then the thread waits for all the
+ * others (every thread alive at once) and exits. */
+typedef struct burst {
+    khl_pool_t *p;
+    pthread_barrier_t *bar;
+} burst_t;
+
+static void *one_block_all_alive(void *arg)
+{
+    burst_t *a = arg;
+    pt_check_free(a->p, pt_make(a->p, 64, 1), 1);
+    pthread_barrier_wait(a->bar);
+    return NULL;
+}
+
+/* A burst of threads exiting while none starts leaves the pool at most
+ * KEEP_ABANDONED records; the others go back at once, blocks and counts. */
+Test(pool_threads, a_burst_of_exits_leaves_at_most_keep_abandoned_records)
+{
+    enum { T = KEEP_ABANDONED + 3 };
+    khl_pool_t *p = pt_pool(0);
+    static pthread_t t[T];
+    pthread_barrier_t bar;
+    burst_t a = {p, &bar};
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, T), 0);
+    for (int i = 0; i < T; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, one_block_all_alive, &a), 0);
+    for (int i = 0; i < T; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    cr_assert_eq(p->nabandoned, KEEP_ABANDONED);
+    cr_assert_eq(khl_pool_check(p), 0);
+    pt_all_back(p, T);
+}
+
 /* 2000 blocks of 64 B allocated and freed, then the thread exits: its full
  * batches (128 blocks each) stay in its record, which the pool keeps. */
 static void *free_batches_and_exit(void *arg)
