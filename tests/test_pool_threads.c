@@ -256,10 +256,11 @@ Test(pool_threads, trim_gives_back_an_exited_threads_cache)
     pt_all_back(p, 2000);
 }
 
-/* 2000 blocks of 64 B allocated, all but the last 10 freed (those go to
- * arg's array), then the thread exits. */
+/* 2000 blocks of 64 B allocated, all but the last `keep` (up to 10) freed
+ * (those go to live[]), then the thread exits. */
 typedef struct leaver {
     khl_pool_t *p;
+    int keep;
     void *live[10];
 } leaver_t;
 
@@ -269,9 +270,9 @@ static void *free_most_and_exit(void *arg)
     static void *b[2000];
     for (int i = 0; i < 2000; i++)
         b[i] = pt_make(l->p, 64, (uint64_t)i);
-    for (int i = 0; i < 1990; i++)
+    for (int i = 0; i < 2000 - l->keep; i++)
         pt_check_free(l->p, b[i], 1);
-    memcpy(l->live, b + 1990, sizeof l->live);
+    memcpy(l->live, b + 2000 - l->keep, (size_t)l->keep * sizeof *b);
     return NULL;
 }
 
@@ -280,7 +281,7 @@ static void *free_most_and_exit(void *arg)
 Test(pool_threads, trim_frees_exited_threads_records_and_keeps_their_counts)
 {
     khl_pool_t *p = pt_pool(0);
-    leaver_t l = {.p = p};
+    leaver_t l = {.p = p, .keep = 10};
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, free_most_and_exit, &l), 0);
     pthread_join(t, NULL);
@@ -339,13 +340,8 @@ Test(pool_threads, a_burst_of_exits_leaves_at_most_keep_abandoned_records)
  * batches (128 blocks each) stay in its record, which the pool keeps. */
 static void *free_batches_and_exit(void *arg)
 {
-    khl_pool_t *p = arg;
-    static void *b[2000];
-    for (int i = 0; i < 2000; i++)
-        b[i] = pt_make(p, 64, (uint64_t)i);
-    for (int i = 0; i < 2000; i++)
-        pt_check_free(p, b[i], 1);
-    return NULL;
+    leaver_t l = {.p = arg, .keep = 0};
+    return free_most_and_exit(&l);
 }
 
 /* This thread's record for p, made by one allocation of another class
