@@ -1,5 +1,6 @@
 /* support.c: the suites' allocator setup, where the build directory is, a
- * file's contents, and the probe walk (support.h). */
+ * file's contents, what a validator says on stderr, and the probe walk
+ * (support.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "support.h"
 
@@ -55,6 +56,25 @@ void test_slurp(const char *path, char *buf, size_t size)
     fclose(f);
 }
 
+int test_capture_stderr(int (*fn)(const void *), const void *arg, char *said, size_t size)
+{
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    fflush(stderr);
+    cr_assert_geq(dup2(fileno(f), 2), 0);
+    int r = fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(f);
+    size_t n = fread(said, 1, size - 1, f);
+    said[n] = 0;
+    fclose(f);
+    return r;
+}
+
 uint32_t test_home_group(const khl_block_t *b, uint64_t hash)
 {
     uint32_t groups = b->n_buckets > KHL_GROUP_WIDTH ? b->n_buckets / KHL_GROUP_WIDTH : 1, bits = 0;
@@ -76,8 +96,9 @@ uint32_t test_probe_groups(const khl_block_t *b, uint64_t hash, uint32_t target)
                 return n;
         } else {
             /* A miss ends at a group without its class's overflow bit (the
-             * tag's low 3 bits), or in a one-group table's only group. */
-            if (nb <= W || !(ctrl[nb + g] & (1u << ((hash >> 57) & 7u))))
+             * low 3 bits of the tag, the hash's top byte folded), or in a
+             * one-group table's only group. */
+            if (nb <= W || !(ctrl[nb + g] & khl_ovf_bit(khl_tag_large(hash))))
                 return n;
         }
         g = (g + ++step) & (groups - 1);

@@ -39,6 +39,10 @@ void test_build_path(char *buf, size_t size, const char *rel);
  * that it opens and fits. */
 void test_slurp(const char *path, char *buf, size_t size);
 
+/* Runs fn(arg) with stderr sent to `said` (size bytes, NUL-terminated,
+ * cut short if longer): fn's result.  What a validator prints goes there. */
+int test_capture_stderr(int (*fn)(const void *), const void *arg, char *said, size_t size);
+
 /* --- the probe sequence, walked independently of the table's code ---------
  * Group g of a table holds buckets g*W .. g*W+W-1 (W = KHL_GROUP_WIDTH); a
  * hash's home group is the bits just below its tag; the walk visits home,

@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "khashlite/khl_pool_internal.h"
 #include "support.h"
@@ -27,23 +26,16 @@ static khl_pool_t *pool_of(int ts, int checked)
     return p;
 }
 
+static int run_check(const void *p)
+{
+    return khl_pool_check(p);
+}
+
 /* Asserts khl_pool_check(p) fails and says `needle` on stderr. */
 static void assert_check_says(const khl_pool_t *p, const char *needle)
 {
     char said[2048];
-    FILE *f = tmpfile();
-    cr_assert_not_null(f);
-    int saved = dup(2);
-    fflush(stderr);
-    cr_assert_geq(dup2(fileno(f), 2), 0);
-    int r = khl_pool_check(p);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(f);
-    size_t n = fread(said, 1, sizeof said - 1, f);
-    said[n] = 0;
-    fclose(f);
+    int r = test_capture_stderr(run_check, p, said, sizeof said);
     cr_assert_eq(r, -1, "khl_pool_check passed a corrupted pool");
     cr_assert(strstr(said, "invariant broken") && strstr(said, needle),
               "khl_pool_check said \"%s\", expected \"%s\"", said, needle);
