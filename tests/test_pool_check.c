@@ -293,6 +293,56 @@ Test(pool_check, system_bytes_and_the_chunk_index)
     khl_pool_destroy(p);
 }
 
+/* Blocks above max_small: a span's header against its arena, the arena's
+ * window bits against its spans, the large-block counts, the kept huge
+ * mappings and the chunk reservation (issue 21: "khl_pool_check validates
+ * spans"). */
+Test(pool_check, span_header_and_arena_bits)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 40000);   /* a span of 3 windows of 16 KiB */
+    khl_pool_chunk_t *k = chunk_of(p, b);
+    cr_assert_gt(k->cls, 0, "a span, not a mapping of its own");
+    arena_t *a = k->raw;
+    k->cls += ARENA_MAX_WINDOWS;
+    assert_check_says(p, "windows of arena");
+    k->cls -= ARENA_MAX_WINDOWS;
+    const uint64_t last = (uint64_t)1 << (a->nwin - 1);   /* a window no span holds */
+    cr_assert_eq(a->used & last, 0);
+    a->used |= last;
+    assert_check_says(p, "used bits");
+    a->used &= ~last;
+    size_t size = k->size;
+    k->size = k->cap + 1;
+    assert_check_says(p, "large block");
+    k->size = size;
+    p->large_allocs++;
+    assert_check_says(p, "large allocs");
+    p->large_allocs--;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, b, 40000);
+    khl_pool_destroy(p);
+}
+
+Test(pool_check, kept_mappings_and_the_reservation)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    const size_t huge = p->large_max + 1;   /* a mapping of its own, small enough to keep */
+    void *b = khl_pool_alloc(p, huge), *s = khl_pool_alloc(p, 40);
+    cr_assert_not_null(b);
+    khl_pool_free(p, b, huge);
+    cr_assert_eq(p->ncached, 1, "the freed mapping is kept");
+    p->ncached++;
+    assert_check_says(p, "kept mappings");
+    p->ncached--;
+    p->resv_next += 1;
+    assert_check_says(p, "chunk reservation");
+    p->resv_next -= 1;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, s, 40);
+    khl_pool_destroy(p);
+}
+
 Test(pool_check, chunk_header_and_bump)
 {
     khl_pool_t *p = pool_of(0, 0);
