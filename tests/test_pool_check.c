@@ -359,14 +359,49 @@ Test(pool_check, chunk_header_and_bump)
     khl_pool_destroy(p);
 }
 
-Test(pool_check, checked_pool_free_block_marked_live)
+/* A class's own records: its chunk list's links, its counts of carved and
+ * never-used slots, its current chunk and bundle. */
+Test(pool_check, class_records)
+{
+    khl_pool_t *p = pool_of(0, 0);
+    void *b = khl_pool_alloc(p, 64), *other = khl_pool_alloc(p, 500);
+    khl_pool_class_t *c = &p->cls[class_of(64)];
+    khl_pool_chunk_t *k = chunk_of(p, b);
+    k->prev = k;
+    assert_check_says(p, "wrong prev link");
+    k->prev = NULL;
+    c->carved += 1;
+    assert_check_says(p, "carved");
+    c->carved -= 1;
+    c->fresh_slots += 1;
+    assert_check_says(p, "fresh_slots");
+    c->fresh_slots -= 1;
+    c->cur = chunk_of(p, other);
+    assert_check_says(p, "not among the class's chunks");
+    c->cur = k;
+    c->lim += 1;
+    assert_check_says(p, "current bundle bounds");
+    c->lim -= 1;
+    cr_assert_eq(khl_pool_check(p), 0, "repaired");
+    khl_pool_free(p, b, 64);
+    khl_pool_free(p, other, 500);
+    khl_pool_destroy(p);
+}
+
+/* A checked pool's live bits: a free block's, and a never-used slot's. */
+Test(pool_check, checked_pool_live_bits)
 {
     khl_pool_t *p = pool_of(0, 1);
     void *x = khl_pool_alloc(p, 48), *y = khl_pool_alloc(p, 48);
+    khl_pool_chunk_t *k = chunk_of(p, x);
     khl_pool_free(p, x, 48);
-    khl_i_set_live(chunk_of(p, x), x, 1);
+    khl_i_set_live(k, x, 1);
     assert_check_says(p, "is marked live");
-    khl_i_set_live(chunk_of(p, x), x, 0);
+    khl_i_set_live(k, x, 0);
+    char *last = k->slots + (k->cap - 1) * k->size;   /* beyond the bump */
+    khl_i_set_live(k, last, 1);
+    assert_check_says(p, "never-used slot");
+    khl_i_set_live(k, last, 0);
     cr_assert_eq(khl_pool_check(p), 0, "repaired");
     khl_pool_free(p, y, 48);
     khl_pool_destroy(p);
