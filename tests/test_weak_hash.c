@@ -4,6 +4,7 @@
  * a table whose keys all share one tag and one home group. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "khashlite/khashlite.h"
 #include "support.h"
@@ -206,6 +207,11 @@ Test(weak_hash, a_hash_declared_mixed_is_not_multiplied)
     khl_destroy(wtagmixed, &b);
 }
 
+static int check_wdecl(const void *h)
+{
+    return khl_check(wdecl, (const khl_t(wdecl) *)h);
+}
+
 /* khl_check reports more than a group's worth of keys sharing one tag and
  * one home group; 16 such keys in a one-group table are no evidence. */
 Test(weak_hash, check_reports_a_degenerate_hash)
@@ -218,6 +224,10 @@ Test(weak_hash, check_reports_a_degenerate_hash)
     cr_assert_eq(khl_check(wdecl, &h), 0, "16 keys in one group: not reported");
     for (uint64_t i = 16; i < 1024; ++i)
         khl_put(wdecl, &h, i, NULL);
-    cr_assert_eq(khl_check(wdecl, &h), -1, "1024 keys of tag 0 in group 0: reported");
+    char said[512];
+    cr_assert_eq(test_capture_stderr(check_wdecl, &h, said, sizeof said), -1,
+                 "1024 keys of tag 0 in group 0: reported");
+    cr_assert(strstr(said, "degenerate hash: all 1024 keys have one tag and one home group"),
+              "khl_check said \"%s\"", said);
     khl_destroy(wdecl, &h);
 }
