@@ -600,7 +600,7 @@ Test(overflow, misses_end_in_their_home_group_when_groups_are_full)
                 break;
             }
     }
-    /* The groups displaced keys fill: at this load nearly half of them (480
+    /* The groups displaced keys fill: at this load nearly half of them (473
      * of 1024 with these keys), and a miss that stopped at the first group
      * with an empty bucket (0.2) would go on from about 46% of its home
      * groups.  With the overflow bits, 86% end at home. */
