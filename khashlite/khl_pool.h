@@ -331,8 +331,10 @@ void khl_pool_stats(const khl_pool_t *p, khl_pool_stats_t *s);
  * allocator with those versions. */
 void *khl_pool_allocf(void *ud, void *ptr, size_t osize, size_t nsize);
 
-/* {khl_pool_allocf, p}, for khl_init.  Tables keep a pointer to the
- * allocator, so store the result where it outlives them. */
+/* {khl_pool_allocf, p, resizes 1}, for khl_init: a table of 64 KiB or more
+ * grows through khl_pool_realloc (in place where the room after its block is
+ * free).  Tables keep a pointer to the allocator, so store the result where
+ * it outlives them. */
 khl_allocator_t khl_pool_allocator(khl_pool_t *p);
 
 /* Debug validator: walks the pool's whole structure - the chunk index and
