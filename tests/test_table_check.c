@@ -11,7 +11,8 @@
 #include "khashlite/khashlite.h"
 #include "support.h"
 
-KHL_MAP_INIT_INT(m32, uint32_t)
+/* u64 keys to u32 values: a first block of 4 buckets, scanned. */
+KHL_MAP_INIT_INT64(m64, uint32_t)
 
 /* A hash that crowds every key into one home group with a tag of its own:
  * the key (below 256) is the top byte, the group bits under it are 0.
@@ -23,9 +24,9 @@ static uint64_t crowd_hash(uint32_t k)
 #define KHL_HASH_MIXED_crowd_hash 1
 KHL_INIT(crowd, uint32_t, uint32_t, 1, crowd_hash, khl_eq_int)
 
-static int check_m32(const void *h)
+static int check_m64(const void *h)
 {
-    return khl_check(m32, (const khl_t(m32) *)h);
+    return khl_check(m64, (const khl_t(m64) *)h);
 }
 
 static int check_crowd(const void *h)
@@ -44,86 +45,101 @@ static void assert_says(int (*check)(const void *), const void *h, const char *n
 }
 
 /* A table of n keys 1..n (values their doubles), checked healthy. */
-static void fill(khl_t(m32) *h, uint32_t n)
+static void fill(khl_t(m64) *h, uint32_t n)
 {
-    khl_init(m32, h, NULL);
+    khl_init(m64, h, NULL);
     for (uint32_t k = 1; k <= n; ++k)
-        khl_val(m32, h, khl_put(m32, h, k, NULL)) = 2 * k;
-    cr_assert_eq(khl_size(m32, h), n);
-    cr_assert_eq(khl_check(m32, h), 0, "the healthy table of %u keys", n);
+        khl_val(m64, h, khl_put(m64, h, k, NULL)) = 2 * k;
+    cr_assert_eq(khl_size(m64, h), n);
+    cr_assert_eq(khl_check(m64, h), 0, "the healthy table of %u keys", n);
 }
 
-/* The sizes the corruptions below run on: a scanned block (4 buckets or
- * fewer), a one-group table matched by tags, and a table of many groups. */
+/* The sizes the corruptions below run on: a scanned block (4 buckets), a
+ * one-group table matched by tags (8), and a table of many groups. */
 static const uint32_t sizes[] = {3, 7, 1000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
-static unsigned char *ctrl_of(khl_t(m32) *h)
+/* The premise of the tests below: each size is a layout of its own. */
+Test(table_check, the_sizes_are_a_scanned_block_one_group_and_many)
 {
-    return khl_ctrlof_m32(h->b);
+    const uint32_t most[NSIZES] = {KHL_SCAN_BUCKETS, KHL_GROUP_WIDTH, UINT32_MAX};
+    uint32_t least = 1;
+    for (unsigned s = 0; s < NSIZES; ++s) {
+        khl_t(m64) h;
+        fill(&h, sizes[s]);
+        cr_assert(h.b->n_buckets >= least && h.b->n_buckets <= most[s], "%u keys in %u buckets",
+                  sizes[s], h.b->n_buckets);
+        least = most[s] + 1;
+        khl_destroy(m64, &h);
+    }
+}
+
+static unsigned char *ctrl_of(khl_t(m64) *h)
+{
+    return khl_ctrlof_m64(h->b);
 }
 
 Test(table_check, size_not_the_number_of_keys)
 {
     for (unsigned s = 0; s < NSIZES; ++s) {
-        khl_t(m32) h;
+        khl_t(m64) h;
         fill(&h, sizes[s]);
         h.b->size += 1;
-        assert_says(check_m32, &h, "size is not the number of keys (I1)");
+        assert_says(check_m64, &h, "size is not the number of keys (I1)");
         h.b->size -= 1;
-        khl_destroy(m32, &h);
+        khl_destroy(m64, &h);
     }
 }
 
 Test(table_check, a_tag_that_is_not_the_keys)
 {
     for (unsigned s = 1; s < NSIZES; ++s) {   /* a scanned block has no tags */
-        khl_t(m32) h;
+        khl_t(m64) h;
         fill(&h, sizes[s]);
-        khl_iter_t i = khl_get(m32, &h, 1);
-        cr_assert_neq(i, khl_end(m32, &h));
+        khl_iter_t i = khl_get(m64, &h, 1);
+        cr_assert_neq(i, khl_end(m64, &h));
         ctrl_of(&h)[i] ^= 1;   /* another tag, of a one-group table's 7 bits too */
-        assert_says(check_m32, &h, "tag is not the key's");
+        assert_says(check_m64, &h, "tag is not the key's");
         ctrl_of(&h)[i] ^= 1;
-        khl_destroy(m32, &h);
+        khl_destroy(m64, &h);
     }
 }
 
 Test(table_check, a_deleted_mark_outside_a_rehash)
 {
     for (unsigned s = 0; s < NSIZES; ++s) {
-        khl_t(m32) h;
+        khl_t(m64) h;
         fill(&h, sizes[s]);
         khl_iter_t i = 0;
-        while (khl_exist(m32, &h, i))
+        while (khl_exist(m64, &h, i))
             ++i;   /* the first empty bucket: every size leaves one */
         ctrl_of(&h)[i] = KHL_CTRL_DELETED;
-        assert_says(check_m32, &h, "control byte neither tag nor empty");
+        assert_says(check_m64, &h, "control byte neither tag nor empty");
         ctrl_of(&h)[i] = KHL_CTRL_EMPTY;
-        khl_destroy(m32, &h);
+        khl_destroy(m64, &h);
     }
 }
 
 Test(table_check, growth_left_beyond_capacity)
 {
-    khl_t(m32) h;
+    khl_t(m64) h;
     fill(&h, 1000);
     cr_assert_gt(h.b->n_buckets, KHL_GROUP_WIDTH);
     uint32_t was = khl_ext(h.b)->growth_left;
     khl_ext(h.b)->growth_left = h.b->n_buckets;
-    assert_says(check_m32, &h, "growth_left does not match capacity (I2)");
+    assert_says(check_m64, &h, "growth_left does not match capacity (I2)");
     khl_ext(h.b)->growth_left = was;
-    khl_destroy(m32, &h);
+    khl_destroy(m64, &h);
 }
 
 Test(table_check, a_shift_of_another_size)
 {
-    khl_t(m32) h;
+    khl_t(m64) h;
     fill(&h, 1000);
     khl_ext(h.b)->shift += 1;
-    assert_says(check_m32, &h, "shift does not match the bucket count");
+    assert_says(check_m64, &h, "shift does not match the bucket count");
     khl_ext(h.b)->shift -= 1;
-    khl_destroy(m32, &h);
+    khl_destroy(m64, &h);
 }
 
 /* 17 keys of overflow class 0 (tags 0, 8, .. 128), all at home in group 0:
