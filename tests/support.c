@@ -1,6 +1,6 @@
 /* support.c: the suites' allocator setup, where the build directory is, a
- * file's contents, what a validator says on stderr, and the probe walk
- * (support.h). */
+ * file's contents, marks in a block's pages, what a validator says on
+ * stderr, and the probe walk (support.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "support.h"
 
@@ -54,6 +54,28 @@ void test_slurp(const char *path, char *buf, size_t size)
     buf[n] = 0;
     cr_assert(feof(f), "%s is larger than %zu bytes", path, size - 1);
     fclose(f);
+}
+
+void test_mark(void *b, size_t n, unsigned id)
+{
+    size_t i;
+    for (i = 0; i < n - 1; i += 4096)
+        ((unsigned char *)b)[i] = (unsigned char)(id + i / 4096);
+    ((unsigned char *)b)[n - 1] = (unsigned char)~id;
+}
+
+int test_prefix_marked(const void *b, size_t upto, unsigned id)
+{
+    size_t i;
+    for (i = 0; i < upto; i += 4096)
+        if (((const unsigned char *)b)[i] != (unsigned char)(id + i / 4096))
+            return 0;
+    return 1;
+}
+
+int test_marked(const void *b, size_t n, unsigned id)
+{
+    return test_prefix_marked(b, n - 1, id) && ((const unsigned char *)b)[n - 1] == (unsigned char)~id;
 }
 
 int test_capture_stderr(int (*fn)(const void *), const void *arg, char *said, size_t size)

@@ -39,6 +39,13 @@ void test_build_path(char *buf, size_t size, const char *rel);
  * that it opens and fits. */
 void test_slurp(const char *path, char *buf, size_t size);
 
+/* Marks a block of n bytes as id's: a byte a page, and its last byte.
+ * test_marked: the block still holds id's marks; test_prefix_marked: its
+ * first `upto` bytes do (a block that moved and shrank, or grew). */
+void test_mark(void *b, size_t n, unsigned id);
+int test_marked(const void *b, size_t n, unsigned id);
+int test_prefix_marked(const void *b, size_t upto, unsigned id);
+
 /* Runs fn(arg) with stderr sent to `said` (size bytes, NUL-terminated,
  * cut short if longer): fn's result.  What a validator prints goes there. */
 int test_capture_stderr(int (*fn)(const void *), const void *arg, char *said, size_t size);

@@ -57,41 +57,6 @@ static void backing_done(check_alloc_t *c)
     free(c);
 }
 
-/* The marks of the first `upto` bytes of a block marked over more. */
-static int prefix_marked(const void *b, size_t upto, unsigned id)
-{
-    size_t i;
-    for (i = 0; i < upto; i += 4096)
-        if (((const unsigned char *)b)[i] != (unsigned char)(id + i / 4096))
-            return 0;
-    return 1;
-}
-
-/* A block's bytes: its id at every 4 KiB, so long blocks check fast. */
-static void mark(void *b, size_t n, unsigned id)
-{
-    size_t i;
-    for (i = 0; i < n - 1; i += 4096)
-        ((unsigned char *)b)[i] = (unsigned char)(id + i / 4096);
-    ((unsigned char *)b)[n - 1] = (unsigned char)~id;
-}
-
-static int marked(const void *b, size_t n, unsigned id)
-{
-    return prefix_marked(b, n - 1, id) && ((const unsigned char *)b)[n - 1] == (unsigned char)~id;
-}
-
-static void assert_same(const khl_pool_stats_t *a, const khl_pool_t *p, const char *what)
-{
-    khl_pool_stats_t s = test_pool_stats(p);
-    cr_assert(s.in_use_bytes == a->in_use_bytes && s.peak_bytes == a->peak_bytes &&
-                  s.system_bytes == a->system_bytes && s.allocs == a->allocs && s.frees == a->frees &&
-                  s.meta_bytes == a->meta_bytes && s.chunks == a->chunks &&
-                  s.large_blocks == a->large_blocks && s.retained_bytes == a->retained_bytes,
-              "%s: the pool changed (system %zu -> %zu, meta %zu -> %zu, in_use %zu -> %zu, retained %zu -> %zu)",
-              what, a->system_bytes, s.system_bytes, a->meta_bytes, s.meta_bytes, a->in_use_bytes,
-              s.in_use_bytes, a->retained_bytes, s.retained_bytes);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Reuse without the system                                                  */
@@ -111,12 +76,12 @@ Test(pool_large, churn_makes_no_system_call_in_steady_state)
         if (i == 1000)
             warm = c->attempts;
         if (live[j]) {
-            cr_assert(marked(live[j], size[j], (unsigned)j));
+            cr_assert(test_marked(live[j], size[j], (unsigned)j));
             khl_pool_free(p, live[j], size[j]);
         }
         size[j] = 16 * KiB + 1 + prng_next(&rng) % (240 * KiB);
         cr_assert_not_null(live[j] = khl_pool_alloc(p, size[j]));
-        mark(live[j], size[j], (unsigned)j);
+        test_mark(live[j], size[j], (unsigned)j);
     }
     cr_assert_eq(c->attempts, warm, "%llu backing calls in 3000 steady-state allocations",
                  (unsigned long long)(c->attempts - warm));
@@ -213,13 +178,13 @@ Test(pool_large, realloc_grows_in_place_and_shrink_never_moves)
     size_t n = 16 * KiB + 16;
     char *b = khl_pool_alloc(p, n), *q;
     uint64_t calls = c->attempts;
-    mark(b, n, 7);
+    test_mark(b, n, 7);
     while (n < 2 * MiB) {
         q = khl_pool_realloc(p, b, n, 2 * n);
         cr_assert_eq(q, b, "grew from %zu to %zu by moving", n, 2 * n);
-        cr_assert(marked(q, n, 7));
+        cr_assert(test_marked(q, n, 7));
         n *= 2;
-        mark(b, n, 7);
+        test_mark(b, n, 7);
         cr_assert_eq(test_pool_stats(p).in_use_bytes, n);
         cr_assert_eq(khl_pool_check(p), 0);
     }
@@ -280,11 +245,11 @@ Test(pool_large, realloc_moves_when_the_next_window_is_taken)
 {
     khl_pool_t *p = lpool(0, 0, NULL, 0, 0);
     char *a = khl_pool_alloc(p, 50000), *b = khl_pool_alloc(p, 50000), *q;
-    mark(a, 50000, 1);
+    test_mark(a, 50000, 1);
     cr_assert_eq(window_of(b), window_of(a) + WINDOW);
     q = khl_pool_realloc(p, a, 50000, 200000);
     cr_assert_neq(q, a);
-    cr_assert(marked(q, 50000, 1));
+    cr_assert(test_marked(q, 50000, 1));
     cr_assert_eq(test_pool_stats(p).large_blocks, 2);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, q, 200000);
@@ -300,18 +265,18 @@ Test(pool_large, huge_block_grows_and_shrinks)
     size_t n = 6 * MiB;
     char *b = khl_pool_alloc(p, n), *other;
     khl_pool_stats_t s;
-    mark(b, n, 3);
+    test_mark(b, n, 3);
     other = khl_pool_alloc(p, 5 * MiB);   /* may sit right after it */
     b = khl_pool_realloc(p, b, n, 24 * MiB);
     cr_assert_not_null(b);
-    cr_assert(marked(b, n, 3));
-    mark(b, 24 * MiB, 4);
+    cr_assert(test_marked(b, n, 3));
+    test_mark(b, 24 * MiB, 4);
     s = test_pool_stats(p);
     cr_assert_eq(s.in_use_bytes, 29 * MiB);
     cr_assert_geq(s.system_bytes, 29 * MiB);
     cr_assert_eq(khl_pool_check(p), 0);
     cr_assert_eq(khl_pool_realloc(p, b, 24 * MiB, 5 * MiB), b, "a huge shrink moved");
-    cr_assert(prefix_marked(b, 5 * MiB, 4));
+    cr_assert(test_prefix_marked(b, 5 * MiB, 4));
     cr_assert_lt(test_pool_stats(p).system_bytes, s.system_bytes, "the pages past a halved block went back");
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, b, 5 * MiB);
@@ -402,12 +367,12 @@ Test(pool_large, huge_pages_start_huge_blocks_and_arenas_on_huge_pages)
         int aligned = 0, i;
         for (i = 0; i < 4; i++) {
             cr_assert_not_null(b[i] = khl_pool_alloc(p, n));
-            mark(b[i], n, (unsigned)i);
+            test_mark(b[i], n, (unsigned)i);
             aligned += ((uintptr_t)b[i] & ~(uintptr_t)4095) % h == 0;
         }
         cr_assert_not_null(span = khl_pool_alloc(p, 100 * KiB));
         cr_assert_not_null(b[0] = khl_pool_realloc(p, b[0], n, 4 * n), "a huge block could not grow");
-        cr_assert(prefix_marked(b[0], n - 1, 0), "a grown huge block lost its bytes");
+        cr_assert(test_prefix_marked(b[0], n - 1, 0), "a grown huge block lost its bytes");
         aligned += ((uintptr_t)b[0] & ~(uintptr_t)4095) % h == 0;
         if (v) {
             cr_assert_eq(aligned, 5, "%d of 5 huge blocks start on a huge page", aligned);
@@ -466,9 +431,9 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     cr_assert_eq(test_pool_stats(p).system_bytes, 4 * WINDOW, "an arena cut to its block");
     s = test_pool_stats(p);
     cr_assert_null(khl_pool_alloc(p, 3 * WINDOW));
-    assert_same(&s, p, "a span past the limit");
+    test_assert_pool_unchanged(&s, p, "a span past the limit");
     cr_assert_null(khl_pool_realloc(p, a, 3 * WINDOW, 6 * WINDOW));
-    assert_same(&s, p, "a realloc past the limit");
+    test_assert_pool_unchanged(&s, p, "a realloc past the limit");
     khl_pool_free(p, a, 3 * WINDOW);
     cr_assert_eq(test_pool_stats(p).retained_bytes, 4 * WINDOW);
     /* small blocks need chunks: the empty arena makes room for them */
@@ -495,13 +460,13 @@ Test(pool_large, limit_counts_arenas_and_kept_memory)
     khl_pool_trim(p);
     /* a huge block's mremap growth counts against the limit too */
     cr_assert_not_null(b = khl_pool_alloc(p, 3 * WINDOW));
-    mark(b, 3 * WINDOW, 9);
+    test_mark(b, 3 * WINDOW, 9);
     s = test_pool_stats(p);
     cr_assert_null(khl_pool_realloc(p, b, 3 * WINDOW, 6 * WINDOW));
-    assert_same(&s, p, "a huge realloc past the limit");
-    cr_assert(marked(b, 3 * WINDOW, 9));
+    test_assert_pool_unchanged(&s, p, "a huge realloc past the limit");
+    cr_assert(test_marked(b, 3 * WINDOW, 9));
     cr_assert_not_null(b = khl_pool_realloc(p, b, 3 * WINDOW, 5 * WINDOW));
-    cr_assert(prefix_marked(b, 3 * WINDOW, 9));
+    cr_assert(test_prefix_marked(b, 3 * WINDOW, 9));
     cr_assert_leq(test_pool_stats(p).system_bytes, limit);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free_unsized(p, b);
@@ -532,24 +497,24 @@ static int large_failure_run(int ts, int checked, uint64_t k, uint64_t *calls)
             void *q = khl_pool_realloc(p, live[j], size[j], n);
             if (!q) {
                 failures++;
-                assert_same(&before, p, "failed realloc");
-                cr_assert(marked(live[j], size[j], (unsigned)j));
+                test_assert_pool_unchanged(&before, p, "failed realloc");
+                cr_assert(test_marked(live[j], size[j], (unsigned)j));
             } else {
-                cr_assert(prefix_marked(q, size[j] < n ? size[j] : n, (unsigned)j));
+                cr_assert(test_prefix_marked(q, size[j] < n ? size[j] : n, (unsigned)j));
                 live[j] = q;
                 size[j] = n;
-                mark(q, n, (unsigned)j);
+                test_mark(q, n, (unsigned)j);
             }
         } else if (live[j]) {
-            cr_assert(marked(live[j], size[j], (unsigned)j));
+            cr_assert(test_marked(live[j], size[j], (unsigned)j));
             khl_pool_free(p, live[j], size[j]);
             live[j] = NULL;
         } else if ((live[j] = khl_pool_alloc(p, n)) == NULL) {
             failures++;
-            assert_same(&before, p, "failed alloc");
+            test_assert_pool_unchanged(&before, p, "failed alloc");
         } else {
             size[j] = n;
-            mark(live[j], n, (unsigned)j);
+            test_mark(live[j], n, (unsigned)j);
         }
         if (step % 40 == 39)
             khl_pool_trim(p);
@@ -652,19 +617,19 @@ static void *sharer(void *arg)
         unsigned id = s->id * 8 + (unsigned)j;
         if (live[j] && i % 2) {
             void *q;
-            cr_assert(marked(live[j], size[j], id));
+            cr_assert(test_marked(live[j], size[j], id));
             q = khl_pool_realloc(s->p, live[j], size[j], n);
             cr_assert_not_null(q);
             live[j] = q;
         } else {
             if (live[j]) {
-                cr_assert(marked(live[j], size[j], id));
+                cr_assert(test_marked(live[j], size[j], id));
                 khl_pool_free_unsized(s->p, live[j]);
             }
             cr_assert_not_null(live[j] = khl_pool_alloc(s->p, n));
         }
         size[j] = n;
-        mark(live[j], n, id);
+        test_mark(live[j], n, id);
     }
     for (i = 0; i < 8; i++)
         khl_pool_free(s->p, live[i], size[i]);

@@ -44,20 +44,6 @@ void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
 
 #define MiB ((size_t)1 << 20)
 
-static void fill(char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i += 4096)
-        b[i] = (char)(i / 4096 * 7 + 1);
-}
-
-static int filled(const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i += 4096)
-        if (b[i] != (char)(i / 4096 * 7 + 1))
-            return 0;
-    return 1;
-}
-
 /* Address space this process holds reserved and inaccessible (mappings
  * "---p" in /proc/self/maps): where an aligned reservation would stay if a
  * refused move did not give it back. */
@@ -95,14 +81,14 @@ Test(pool_remap_fail, a_refused_move_falls_back_to_a_copy)
     const size_t n = 6 * MiB, grown = 24 * MiB;
     char *b = khl_pool_alloc(p, n);
     cr_assert_not_null(b);
-    fill(b, n);
+    test_mark(b, n, 3);
     refused = refused_fixed = 0;
     refuse_mremap = 1;
     char *c = khl_pool_realloc(p, b, n, grown);
     refuse_mremap = 0;
     cr_assert_not_null(c, "the copy failed");
     cr_assert_eq(refused_fixed, 1, "the move into a reservation was not tried (%lu refused)", refused);
-    cr_assert(filled(c, n), "the copy lost bytes");
+    cr_assert(test_marked(c, n, 3), "the copy lost bytes");
     cr_assert_eq(test_pool_stats(p).in_use_bytes, grown);
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, c, grown);
@@ -118,7 +104,7 @@ Test(pool_remap_fail, a_refused_move_without_room_for_a_copy_fails_cleanly)
     const size_t n = 6 * MiB, grown = 24 * MiB;
     char *b = khl_pool_alloc(p, n);
     cr_assert_not_null(b);
-    fill(b, n);
+    test_mark(b, n, 3);
     khl_pool_stats_t before = test_pool_stats(p);
     size_t reserved = reserved_bytes();
     refused = refused_fixed = 0;
@@ -129,12 +115,12 @@ Test(pool_remap_fail, a_refused_move_without_room_for_a_copy_fails_cleanly)
     cr_assert_eq(refused_fixed, 1, "the move into a reservation was not tried (%lu refused)", refused);
     cr_assert_eq(reserved_bytes(), reserved, "the reservation for the move stayed");
     test_assert_pool_unchanged(&before, p, "the refused move's realloc");
-    cr_assert(filled(b, n), "the block lost bytes");
+    cr_assert(test_marked(b, n, 3), "the block lost bytes");
     cr_assert_eq(khl_pool_check(p), 0);
     /* The kernel willing again, the same call moves the pages. */
     c = khl_pool_realloc(p, b, n, grown);
     cr_assert_not_null(c);
-    cr_assert(filled(c, n));
+    cr_assert(test_marked(c, n, 3));
     cr_assert_eq(khl_pool_check(p), 0);
     khl_pool_free(p, c, grown);
     khl_pool_destroy(p);
