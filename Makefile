@@ -66,7 +66,7 @@ include bench/bench.mk
 include mk/mruby.mk
 
 .PHONY: all lib test test-suite check check-asan check-valgrind check-tsan check-headers \
-        check-readme fuzz examples install uninstall clean deps
+        check-readme check-cross fuzz examples install uninstall clean deps
 all: lib
 lib:
 	$(call deps_then,$(DEPS_LIB),$(LIB))
@@ -219,12 +219,48 @@ fuzz:
 	    [ $$rc = 0 ] || { echo "fuzz: $$t failed, see $(BUILD)/fuzz/$$t.log"; exit 1; }; \
 	done
 
+# --- other word sizes and byte orders (make check-cross) ---------------------
+
+# What x86-64 never shows: a 32-bit size_t and a uint64_t aligned to 4 in a
+# struct (i386, with the portable group code and with SSE2), and big-endian
+# words (s390x).  Each fuzz target's checks run outside libFuzzer
+# (fuzz/replay.c) on its committed corpus and on generated inputs, built by a
+# cross compiler, static, and run under qemu-user.
+DEPS_CROSS  = gcc-i686-linux-gnu libc6-dev-i386-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross \
+              qemu-user
+CROSS_ARCHS = i386 i386-sse2 s390x
+CROSS_CC_i386      = i686-linux-gnu-gcc
+CROSS_CC_i386-sse2 = i686-linux-gnu-gcc -msse2
+CROSS_CC_s390x     = s390x-linux-gnu-gcc
+# Generated inputs per target: about a minute of qemu for every build.
+REPLAY_COUNT_table = 2000
+REPLAY_COUNT_pool  = 300
+CROSS_BINS = $(foreach a,$(CROSS_ARCHS),$(FUZZ_TARGETS:%=$(BUILD)/cross/$(a)/replay_%))
+
+$(BUILD)/cross/%/replay_table: FUZZ_DEFS = -DKHL_RESIZE_BYTES=256u
+define cross_build
+$(BUILD)/cross/$(1)/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIB_SRC) $(HEADERS) $(SPLIT_HEADER) \
+                              $(SUPPORT_SRC) $(SUPPORT_HEADERS)
+	@mkdir -p $$(@D)
+	$(CROSS_CC_$(1)) -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -g -static -I. $$(FUZZ_DEFS) \
+	    -o $$@ $$< fuzz/replay.c $(LIB_SRC) $(SUPPORT_SRC) -pthread
+endef
+$(foreach a,$(CROSS_ARCHS),$(eval $(call cross_build,$(a))))
+
+# qemu-i386 or qemu-s390x: the architecture's name up to its first '-'.
+check-cross:
+	$(call deps_then,$(DEPS_CROSS),$(CROSS_BINS))
+	@set -e; $(foreach a,$(CROSS_ARCHS),$(foreach t,$(FUZZ_TARGETS), \
+	    echo "check-cross: $(t) on $(a)"; \
+	    qemu-$(firstword $(subst -, ,$(a))) $(BUILD)/cross/$(a)/replay_$(t) \
+	        -n $(REPLAY_COUNT_$(t)) fuzz/corpus/$(t)/*;))
+
 # --- every package at once --------------------------------------------------
 
 # For a machine that will run everything, or to see the whole list as a
 # non-root user: mk/deps.sh prints the apt-get command.
 deps:
-	@sh mk/deps.sh $(sort $(DEPS_LIB) $(DEPS_TEST) $(DEPS_CHECK) $(BENCH_DEPS) $(DEPS_MRUBY))
+	@sh mk/deps.sh $(sort $(DEPS_LIB) $(DEPS_TEST) $(DEPS_CHECK) $(DEPS_CROSS) $(BENCH_DEPS) $(DEPS_MRUBY))
 	@echo "deps: every package the project uses is installed"
 
 # --- install ---------------------------------------------------------------
