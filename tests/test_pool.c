@@ -143,7 +143,8 @@ Test(pool_basic, zero_and_huge_requests)
     cr_assert_null(khl_pool_alloc(p, 0));
     cr_assert_null(khl_pool_alloc(p, SIZE_MAX));
     cr_assert_null(khl_pool_alloc(p, SIZE_MAX - 4096));
-    cr_assert_null(khl_pool_alloc(p, SIZE_MAX / 2));
+    if (sizeof(size_t) >= 8)            /* 2 GiB can be had where size_t is 32 bits */
+        cr_assert_null(khl_pool_alloc(p, SIZE_MAX / 2));
     cr_assert_null(khl_pool_calloc(p, 0, 8));
     cr_assert_null(khl_pool_calloc(p, 8, 0));
     cr_assert_null(khl_pool_realloc(p, NULL, 0, 0));
@@ -1068,12 +1069,13 @@ Test(pool_limit, counts_what_backing_gave)
  * sees none. */
 Test(pool_limit, huge_reserve_fails_without_touching_memory)
 {
+#if SIZE_MAX <= 0xFFFFFFFFu
+    cr_skip_test("needs a 64-bit size_t");
+#else
     counting_t *c = counting_new();
     khl_allocator_t a = counting_alloc(c);
     khl_pool_t *limited, *unlimited;
     khl_pool_stats_t s;
-    if (sizeof(size_t) < 8)
-        cr_skip_test("needs a 64-bit size_t");
     limited = pool_with_limit(0, 0, 0, 0, &a, (size_t)64 << 20);
     unlimited = pool_with(0, 0, 0, 0, &a);
     c->fail_at = c->attempts + 1;
@@ -1090,6 +1092,7 @@ Test(pool_limit, huge_reserve_fails_without_touching_memory)
     khl_pool_destroy(unlimited);
     cr_assert_eq(c->live_bytes, 0);
     counting_free(c);
+#endif
 }
 
 /* ------------------------------------------------------------------------ */

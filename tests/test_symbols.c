@@ -23,6 +23,11 @@ Test(symbols, library_exports_only_khl_names)
         exported++;
         /* AddressSanitizer adds an __odr_asan.NAME twin of each global. */
         const char *bare = strncmp(name, "__odr_asan.", 11) ? name : name + 11;
+        /* i386's position-independent code loads its address through
+         * gcc's __x86.get_pc_thunk.REG: hidden, one copy per link (a COMDAT
+         * group), in the implementation's own namespace. */
+        if (!strncmp(name, "__x86.get_pc_thunk.", 19))
+            continue;
         cr_expect(strncmp(bare, "khl_", 4) == 0, "exported symbol %s lacks the khl_ prefix", name);
     }
     cr_assert_eq(pclose(p), 0, "%s failed", cmd);
