@@ -224,14 +224,18 @@ fuzz:
 # What x86-64 never shows: a 32-bit size_t and a uint64_t aligned to 4 in a
 # struct (i386, with the portable group code and with SSE2), and big-endian
 # words (s390x).  Each fuzz target's checks run outside libFuzzer
-# (fuzz/replay.c) on its committed corpus and on generated inputs, built by a
-# cross compiler, static, and run under qemu-user.
-DEPS_CROSS  = gcc-i686-linux-gnu libc6-dev-i386-cross gcc-s390x-linux-gnu libc6-dev-s390x-cross \
-              qemu-user
+# (fuzz/replay.c) on its committed corpus and on generated inputs, under
+# UBSan, built by a cross compiler and run under qemu-user with the cross
+# libc as its root.  An architecture is named by its Debian cross triplet's
+# first word, a variant by what follows a '-'.
+DEPS_CROSS  = gcc-i686-linux-gnu libc6-dev-i386-cross libubsan1-i386-cross \
+              gcc-s390x-linux-gnu libc6-dev-s390x-cross libubsan1-s390x-cross qemu-user
 CROSS_ARCHS = i386 i386-sse2 s390x
-CROSS_CC_i386      = i686-linux-gnu-gcc
-CROSS_CC_i386-sse2 = i686-linux-gnu-gcc -msse2
-CROSS_CC_s390x     = s390x-linux-gnu-gcc
+CROSS_TRIPLET_i386  = i686-linux-gnu
+CROSS_TRIPLET_s390x = s390x-linux-gnu
+CROSS_FLAGS_i386-sse2 = -msse2
+cross_arch = $(firstword $(subst -, ,$(1)))
+cross_triplet = $(CROSS_TRIPLET_$(call cross_arch,$(1)))
 # Generated inputs per target: about a minute of qemu for every build.
 REPLAY_COUNT_table = 2000
 REPLAY_COUNT_pool  = 300
@@ -242,18 +246,18 @@ define cross_build
 $(BUILD)/cross/$(1)/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIB_SRC) $(HEADERS) $(SPLIT_HEADER) \
                               $(SUPPORT_SRC) $(SUPPORT_HEADERS)
 	@mkdir -p $$(@D)
-	$(CROSS_CC_$(1)) -std=c11 -Wall -Wextra -Wpedantic -Werror -O1 -g -static -I. $$(FUZZ_DEFS) \
+	$(call cross_triplet,$(1))-gcc $(CROSS_FLAGS_$(1)) -std=c11 -Wall -Wextra -Wpedantic -Werror \
+	    -O1 -g -fsanitize=undefined -fno-sanitize-recover=all -I. $$(FUZZ_DEFS) \
 	    -o $$@ $$< fuzz/replay.c $(LIB_SRC) $(SUPPORT_SRC) -pthread
 endef
 $(foreach a,$(CROSS_ARCHS),$(eval $(call cross_build,$(a))))
 
-# qemu-i386 or qemu-s390x: the architecture's name up to its first '-'.
 check-cross:
 	$(call deps_then,$(DEPS_CROSS),$(CROSS_BINS))
 	@set -e; $(foreach a,$(CROSS_ARCHS),$(foreach t,$(FUZZ_TARGETS), \
 	    echo "check-cross: $(t) on $(a)"; \
-	    qemu-$(firstword $(subst -, ,$(a))) $(BUILD)/cross/$(a)/replay_$(t) \
-	        -n $(REPLAY_COUNT_$(t)) fuzz/corpus/$(t)/*;))
+	    qemu-$(call cross_arch,$(a)) -L /usr/$(call cross_triplet,$(a)) \
+	        $(BUILD)/cross/$(a)/replay_$(t) -n $(REPLAY_COUNT_$(t)) fuzz/corpus/$(t)/*;))
 
 # --- every package at once --------------------------------------------------
 

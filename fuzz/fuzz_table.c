@@ -35,7 +35,7 @@ KHL_MAP_INIT_STR(fsm, uint64_t)
 typedef struct { uint64_t w[3]; } fuzz_wide_t;
 KHL_MAP_INIT_INT64(fl, fuzz_wide_t)
 
-static char strkeys[NKEYS][12];
+static char strkeys[NKEYS][16];   /* "k%d": room for any int, as gcc checks it under UBSan */
 
 /* The tables' allocator, over check_alloc: each block starts 16, 32, 48 or
  * 64 bytes into check_alloc's, in turn (its turn in the byte before it), and
