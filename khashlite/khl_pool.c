@@ -367,6 +367,8 @@ static void *large_in_place(khl_pool_t *p, khl_pool_chunk_t *k, size_t nsize)
     void *b;
     lock(p);
     b = khl_i_large_resize(p, k, nsize);
+    if (b && (p->flags & F_THREADS))
+        khl_i_sample_peak(p);
     KHL_I_DEBUG_CHECK(p);
     unlock(p);
     return b;

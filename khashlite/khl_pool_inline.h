@@ -120,6 +120,11 @@ typedef struct khl_pool_head {
     size_t cache_path_max;        /* thread-safe, not checked: thread caches */
     uintptr_t mask;               /* chunk_bytes - 1 */
     khl_pool_class_t *classes;
+    /* Bytes in use as the locked and plain paths count them, and the most
+     * ever.  A thread-safe pool's in_use is only its part of a sum with
+     * the thread records' counts, and may hold a negative share modulo
+     * 2^64 (blocks one path allocated and another freed), so its peak is
+     * only ever set from the whole sum (khl_i_sample_peak). */
     size_t in_use, peak;
     /* Thread-safe pools: unique among the process's pools, so that one
      * compare tells a thread's record of this pool from one of another pool,

@@ -175,9 +175,14 @@ static inline void unlock(const khl_pool_t *p)
         pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
 }
 
+/* bytes more in use on the locked path.  A thread-safe pool's peak is
+ * sampled by the caller, from the whole sum (khl_pool_head_t). */
 static inline void note_alloc(khl_pool_t *p, size_t bytes)
 {
-    KHL_POOL_I_NOTE_USE(&p->hot, bytes);
+    if (p->flags & F_THREADS)
+        p->hot.in_use += bytes;
+    else
+        KHL_POOL_I_NOTE_USE(&p->hot, bytes);
 }
 
 /* 1 when the pool may take `cost` more bytes from the system: what it

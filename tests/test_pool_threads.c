@@ -301,6 +301,86 @@ Test(pool_threads, trim_frees_exited_threads_records_and_keeps_their_counts)
     pt_all_back(p, 2000);
 }
 
+/* Frees the blocks arg lists (allocated by another thread), then exits:
+ * its record counts frees and no allocations. */
+typedef struct freer {
+    khl_pool_t *p;
+    void **blocks;
+    int n;
+    pthread_barrier_t *bar;     /* NULL: exit at once */
+} freer_t;
+
+static void *free_theirs_and_exit(void *arg)
+{
+    freer_t *f = arg;
+    for (int i = 0; i < f->n; i++)
+        pt_check_free(f->p, f->blocks[i], 1);
+    if (f->bar)
+        pthread_barrier_wait(f->bar);
+    return NULL;
+}
+
+/* What a pool's peak may be after blocks of `held` bytes at most were live
+ * at once, then one large block allocated and grown; returns the
+ * allocations that took (2 where the growth moved the block). */
+static uint64_t pt_peak_sane(khl_pool_t *p, size_t held)
+{
+    khl_pool_stats_t s, s0 = test_pool_stats(p);
+    void *big = khl_pool_alloc(p, 100000);   /* the locked path */
+    cr_assert_not_null(big);
+    big = khl_pool_realloc(p, big, 100000, 150000);
+    cr_assert_not_null(big);
+    khl_pool_stats(p, &s);
+    cr_assert_eq(s.in_use_bytes, 150000);
+    cr_assert_geq(s.peak_bytes, 150000);
+    cr_assert_leq(s.peak_bytes, held + 250000, "peak %zu", s.peak_bytes);
+    khl_pool_free(p, big, 150000);
+    return s.allocs - s0.allocs;
+}
+
+/* A retired record of a thread that freed more than it allocated gives the
+ * pool's own count a negative share; the peak is the whole sum's, never
+ * that count's alone (which wrapped to about 2^64 on the next allocation
+ * of the locked path). */
+Test(pool_threads, a_retired_record_of_frees_leaves_the_peak_as_it_was)
+{
+    enum { N = 2000 };
+    khl_pool_t *p = pt_pool(0);
+    static void *b[N];
+    freer_t f = {p, b, N, NULL};
+    pthread_t t;
+    for (int i = 0; i < N; i++)
+        b[i] = pt_make(p, 64, (uint64_t)i);
+    cr_assert_eq(pthread_create(&t, NULL, free_theirs_and_exit, &f), 0);
+    pthread_join(t, NULL);
+    khl_pool_trim(p);                        /* retires the record */
+    cr_assert_eq(p->nabandoned, 0);
+    pt_all_back(p, N + pt_peak_sane(p, N * 64));
+}
+
+/* The same for the records an exit retires at once, past KEEP_ABANDONED. */
+Test(pool_threads, records_retired_past_keep_abandoned_leave_the_peak_as_it_was)
+{
+    enum { T = KEEP_ABANDONED + 3, PER = 2000 };
+    khl_pool_t *p = pt_pool(0);
+    static void *b[T * PER];
+    static freer_t f[T];
+    static pthread_t t[T];
+    pthread_barrier_t bar;
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, T), 0);
+    for (int i = 0; i < T * PER; i++)
+        b[i] = pt_make(p, 64, (uint64_t)i);
+    for (int i = 0; i < T; i++) {
+        f[i] = (freer_t){p, b + i * PER, PER, &bar};
+        cr_assert_eq(pthread_create(&t[i], NULL, free_theirs_and_exit, &f[i]), 0);
+    }
+    for (int i = 0; i < T; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+    cr_assert_eq(p->nabandoned, KEEP_ABANDONED);
+    pt_all_back(p, T * PER + pt_peak_sane(p, T * PER * 64));
+}
+
 /* One 64 B block allocated and freed, then the thread waits for all the
  * others (every thread alive at once) and exits. */
 typedef struct burst {
