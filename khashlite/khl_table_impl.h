@@ -952,14 +952,14 @@ static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t *
 /* khl_val and the value foreach on a set: a compile-time error that says why. */
 template <bool IsMap> constexpr int khl_require_map()
 {
-    static_assert(IsMap, "khl_val / khl_foreach: this table is a set, it has keys only");
+    static_assert(IsMap, "khl_val / khl_getp / khl_foreach: this table is a set, it has keys only");
     return 0;
 }
 #define KHL_I_REQUIRE_MAP(name) ((void)khl_require_map<khl_ismap_##name != 0>())
 #else
 #define KHL_I_REQUIRE_MAP(name)                                                     \
     ((void)sizeof(struct {                                                          \
-        _Static_assert(khl_ismap_##name, "khl_val / khl_foreach: this table is a set, it has keys only"); \
+        _Static_assert(khl_ismap_##name, "khl_val / khl_getp / khl_foreach: this table is a set, it has keys only"); \
         int khl_unused_;                                                            \
     }))
 #endif
@@ -2054,11 +2054,17 @@ static inline uint64_t khl_remix(uint64_t hash)
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
                const khl_allocator_t *, a, KHL_I_HOOK_FN, KHL_I_HOOK_UD, KHL_I_HOOK_RESIZES)
 
-/* KHL_INIT_ALLOC (khashlite.h): the allocator is the function allocf, the
- * handle's second word its ud. */
+/* KHL_INIT_ALLOC (khashlite.h): the allocator is allocf, the handle's
+ * second word its ud.  The table calls it through a function of its own,
+ * inline: the rebuild takes the allocator as a pointer, and allocf may be
+ * a function-like macro, which has no address. */
 #define KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)    \
     KHL_I_TYPE(name, khkey_t, khval_t, is_map, khl_single, void *, ud)              \
+    static inline KHL_UNUSED void *khl_allocfn_##name(void *ud, void *p, size_t osize, size_t nsize) \
+    {                                                                               \
+        return allocf(ud, p, osize, nsize);                                         \
+    }                                                                               \
     KHL_I_IMPL(static inline KHL_UNUSED, static inline KHL_UNUSED KHL_HOT_INLINE, name, hash_fn, eq_fn, \
-               void *, ud, allocf, h->ud, KHL_I_DECLARED(KHL_ALLOC_RESIZES_##allocf))
+               void *, ud, khl_allocfn_##name, h->ud, KHL_I_DECLARED(KHL_ALLOC_RESIZES_##allocf))
 
 #endif /* KHL_TABLE_IMPL_H */
