@@ -195,9 +195,10 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 
 /* KHL_INIT_ALLOC(name, key_t, val_t, is_map, hash_fn, eq_fn, allocf): as
  * KHL_INIT, with the allocator fixed at compile time, as khash's kmalloc and
- * kfree are.  allocf is a function (or a macro) of khl_allocf's shape and
- * contract (see Allocator hook) that the table calls by name, so an inline
- * allocator inlines into the table's code (khl_pool.h has one for the pool).
+ * kfree are.  allocf is a function, or a function-like macro, of
+ * khl_allocf's shape and contract (see Allocator hook) that the table calls
+ * by name, so an inline allocator inlines into the table's code (khl_pool.h
+ * has one for the pool).
  * The table only allocates (ptr NULL) and frees (nsize 0), and resizes
  * too where allocf is declared to (KHL_ALLOC_RESIZES_<allocf>, see the
  * Allocator hook).  The handle is
@@ -209,7 +210,10 @@ static inline uint64_t khl_hash_u32(uint32_t x);
 #define KHL_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)      \
     KHL_I_INIT_ALLOC(name, khkey_t, khval_t, is_map, hash_fn, eq_fn, allocf)
 
-/* For a static library: KHL_DECLARE in a header, KHL_DEFINE in one .c. */
+/* For a static library: KHL_DECLARE in a header, KHL_DEFINE in one .c
+ * (after the KHL_DECLARE).  The functions have the linkage of the code
+ * around them: C++ that calls a table defined in C puts its KHL_DECLARE
+ * inside extern "C" { }, as for any C header's declarations. */
 #define KHL_DECLARE(name, khkey_t, khval_t, is_map)                                 \
     KHL_I_TYPE(name, khkey_t, khval_t, is_map, khl_single, const khl_allocator_t *, a) \
     KHL_I_PROTOTYPES(name)

@@ -82,7 +82,8 @@
  * 64 such caches; the caches of threads exiting past that go back to the
  * pool at once.  A destroyed pool's caches are simply forgotten.
  *
- * Every failure is reported (NULL or -1, the pool unchanged); misuse is
+ * Every failure is reported (NULL or -1, the pool unchanged: every stats
+ * field but system_calls, which counts the refused request too); misuse is
  * undefined as with free() unless the pool was created with checked = 1,
  * which turns it into an abort() with a message on stderr.
  */
