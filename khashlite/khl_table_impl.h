@@ -1007,6 +1007,8 @@ template <bool IsMap> constexpr int khl_require_map()
     KHL_I_PAIR_##is_map(name, khkey_t, khval_t)                                     \
     KHL_STATIC_ASSERT(KHL_ALIGNOF(khl_pairt_##name) <= 4096,                        \
                       "khashlite: key or value types aligned beyond 4096 bytes");   \
+    KHL_STATIC_ASSERT(sizeof(khl_pairt_##name) < ((size_t)1 << 30),                 \
+                      "khashlite: a key and its value take 1 GiB or more");         \
     typedef struct khl_t_##name {                                                   \
         khl_block_t *b;                                                             \
         alloc_t alloc_m;                                                            \

@@ -1,6 +1,7 @@
 /* test_compile_errors.c: mistakes the type system can catch must not compile,
  * with a message that says why: khl_val, khl_getp and the key+value walk on a set,
- * and a KHL_MAX_LOAD outside 0.25..0.9375 (0 or NaN made a table that held
+ * key and value types too large or too aligned for a table, and a
+ * KHL_MAX_LOAD outside 0.25..0.9375 (0 or NaN made a table that held
  * one key, 1.0 made misses walk every group).  Each case runs the compiler
  * (C11 and C++20) on a file of tests/compile_fail/; a control file that must
  * compile shows the harness itself works.  Run from the repository root, as
@@ -77,6 +78,16 @@ Test(compile_errors, max_load_outside_its_range, .timeout = 120)
      * compiler's own words. */
     must_fail("max_load.c", "-DKHL_MAX_LOAD=NAN", NULL);
     must_fail("max_load.c", "-DKHL_MAX_LOAD=load", NULL);
+}
+
+/* Types no table can hold: a key with its value of 1 GiB or more, or
+ * aligned beyond 4096 bytes; types just within both compile.  No .timeout
+ * (see below). */
+Test(compile_errors, types_too_large_or_too_aligned)
+{
+    must_compile("huge_types.c", "");
+    must_fail("huge_types.c", "-DHUGE_VALUE", "a key and its value take 1 GiB or more");
+    must_fail("huge_types.c", "-DHUGE_ALIGN", "aligned beyond 4096 bytes");
 }
 
 /* mruby compiles as gnu99, whose <stddef.h> has no max_align_t: the header
