@@ -946,20 +946,22 @@ static inline int khl_single_carry_out(int planned, khl_plan_t *p, khl_block_t *
     return 0;
 }
 
+/* khl_val, khl_getp and the value foreach on a set: a compile-time error
+ * that says why. */
+#define KHL_I_REQUIRE_MAP_MSG "khl_val / khl_getp / khl_foreach: this table is a set, it has keys only"
 #ifdef __cplusplus
 }
 
-/* khl_val and the value foreach on a set: a compile-time error that says why. */
 template <bool IsMap> constexpr int khl_require_map()
 {
-    static_assert(IsMap, "khl_val / khl_getp / khl_foreach: this table is a set, it has keys only");
+    static_assert(IsMap, KHL_I_REQUIRE_MAP_MSG);
     return 0;
 }
 #define KHL_I_REQUIRE_MAP(name) ((void)khl_require_map<khl_ismap_##name != 0>())
 #else
 #define KHL_I_REQUIRE_MAP(name)                                                     \
     ((void)sizeof(struct {                                                          \
-        _Static_assert(khl_ismap_##name, "khl_val / khl_getp / khl_foreach: this table is a set, it has keys only"); \
+        _Static_assert(khl_ismap_##name, KHL_I_REQUIRE_MAP_MSG);                    \
         int khl_unused_;                                                            \
     }))
 #endif
