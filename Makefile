@@ -252,8 +252,19 @@ $(BUILD)/cross/$(1)/replay_%: fuzz/fuzz_%.c fuzz/replay.c $(LIB_SRC) $(HEADERS) 
 endef
 $(foreach a,$(CROSS_ARCHS),$(eval $(call cross_build,$(a))))
 
+# A one-group block's size is a constant computed without checks, so a
+# 32-bit size_t caps a key with its value at 128 MiB: compiled, not run.
+CROSS_HUGE = $(CROSS_TRIPLET_i386)-gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -I. \
+             -c tests/compile_fail/huge_types.c -o /dev/null
 check-cross:
 	$(call deps_then,$(DEPS_CROSS),$(CROSS_BINS))
+	@mkdir -p $(BUILD)/cross
+	@echo "check-cross: a value of 128 MiB - 64 compiles on i386, one of 128 MiB does not"
+	@$(CROSS_HUGE) '-DVALUE_BYTES=((size_t)1 << 27) - 64'
+	@if $(CROSS_HUGE) '-DVALUE_BYTES=(size_t)1 << 27' > $(BUILD)/cross/huge.log 2>&1; then \
+	    echo "check-cross: a value of 128 MiB compiled on i386"; exit 1; fi
+	@grep -q "128 MiB or more where size_t has 32 bits" $(BUILD)/cross/huge.log || \
+	    { cat $(BUILD)/cross/huge.log; echo "check-cross: the error does not say why"; exit 1; }
 	@set -e; $(foreach a,$(CROSS_ARCHS),$(foreach t,$(FUZZ_TARGETS), \
 	    echo "check-cross: $(t) on $(a)"; \
 	    qemu-$(call cross_arch,$(a)) -L /usr/$(call cross_triplet,$(a)) \

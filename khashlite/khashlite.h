@@ -186,8 +186,8 @@ static inline uint64_t khl_hash_u32(uint32_t x);
  * functions are static inline in this file.  is_map is the literal 0 (a
  * set: val_t, any complete type, is unused - the ready-made sets give char
  * - and khl_val is a compile-time error) or 1.  A key with its value must
- * take less than 1 GiB, aligned to at most 4096 bytes (compile-time
- * errors).  hash_fn(key)
+ * take less than 1 GiB (128 MiB where size_t has 32 bits), aligned to at
+ * most 4096 bytes (compile-time errors).  hash_fn(key)
  * returns uint64_t (see Hashing: multiplied unless declared mixed), eq_fn(a,
  * b) non-zero when equal; either may be a macro, hash_fn is a name.  No
  * semicolon after it, as in khash.  name is any identifier: the names it

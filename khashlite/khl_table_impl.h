@@ -1009,8 +1009,12 @@ template <bool IsMap> constexpr int khl_require_map()
     KHL_I_PAIR_##is_map(name, khkey_t, khval_t)                                     \
     KHL_STATIC_ASSERT(KHL_ALIGNOF(khl_pairt_##name) <= 4096,                        \
                       "khashlite: key or value types aligned beyond 4096 bytes");   \
-    KHL_STATIC_ASSERT(sizeof(khl_pairt_##name) < ((size_t)1 << 30),                 \
-                      "khashlite: a key and its value take 1 GiB or more");         \
+    /* A one-group block's size is a constant computed without checks: 16 */      \
+    /* pairs and their header must fit size_t (a 32-bit one too). */               \
+    KHL_STATIC_ASSERT(sizeof(khl_pairt_##name) < ((size_t)1 << 30)                  \
+                          && sizeof(khl_pairt_##name) <= SIZE_MAX / 32u,            \
+                      "khashlite: a key and its value take 1 GiB or more "          \
+                      "(128 MiB or more where size_t has 32 bits)");                \
     typedef struct khl_t_##name {                                                   \
         khl_block_t *b;                                                             \
         alloc_t alloc_m;                                                            \

@@ -1,7 +1,9 @@
 /* Types no table can hold: -DHUGE_VALUE, a value of 1 GiB (its size was an
  * enumerator past int's range: only -Wpedantic said anything), or
  * -DHUGE_ALIGN, a key aligned beyond 4096 bytes; with neither, types at the
- * limits, which compile. */
+ * limits, which compile.  -DVALUE_BYTES=n: a value of n bytes (make
+ * check-cross: on i386, where 16 pairs of 128 MiB wrapped size_t, 128 MiB
+ * must not compile and 128 MiB - 64 must). */
 #include "khashlite/khashlite.h"
 
 #ifdef __cplusplus
@@ -12,6 +14,8 @@
 
 #if defined(HUGE_VALUE)
 typedef struct big { char b[(size_t)1 << 30]; } big_t;
+#elif defined(VALUE_BYTES)
+typedef struct big { char b[VALUE_BYTES]; } big_t;
 #else
 typedef struct big { char b[((size_t)1 << 30) - 64]; } big_t;
 #endif
