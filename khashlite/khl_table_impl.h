@@ -480,7 +480,9 @@ static inline unsigned char khl_tag_in(uint64_t hash, uint32_t nb)
 /* What a put writes into a scanned table's control byte (I1): full, no
  * tag, so that no put into a table of at most KHL_SCAN_BUCKETS buckets
  * hashes.  16-character string keys hashed by FNV-1a, a life of 1-4 keys:
- * 1.35-1.61 of a flat array's time with the tag, 1.01-1.27 without. */
+ * 1.35-1.61 of a flat array's time with the tag, 1.01-1.27 without.  It
+ * is also khl_tag_small(0): a growth that stays scanned is passed hash 0
+ * (khl_putgrow). */
 #define KHL_CTRL_UNTAGGED ((unsigned char)0x00)
 
 /* The walk over groups every lookup, insertion and rebuild uses, in
@@ -1890,7 +1892,10 @@ static inline uint64_t khl_remix(uint64_t hash)
 /* A put into a full one-group table: a one-block storage grows one of */
 /* less than a group into twice its buckets here (an object's 5th instance */
 /* variable: 340 -> 130 instructions besides the allocator's); the rest is */
-/* putslow's. */
+/* putslow's.  hash is the key's khl_hashof, or 0 from a put into a */
+/* scanned table, which hashes nothing: the growth past the scan hashes */
+/* the key here; one that stays scanned (fewer than KHL_SCAN_BUCKETS */
+/* buckets) gives it 0's tag, KHL_CTRL_UNTAGGED (I1). */
 #define KHL_I_IMPL_PUTGROW(name, FN, UD)                                            \
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putgrow_##name(                 \
         khl_t_##name hv, uint64_t hash, khl_keyt_##name key)                        \
@@ -1902,7 +1907,8 @@ static inline uint64_t khl_remix(uint64_t hash)
         void *mem;                                                                  \
         khl_putres_t r = {old, onb, -1};                                            \
         if (!khl_smallinline_##name || onb == KHL_GROUP_WIDTH)                      \
-            return khl_putslow_##name(hv, hash, key);                               \
+            return khl_putslow_##name(                                              \
+                hv, onb <= KHL_SCAN_BUCKETS ? khl_hashof_##name(key) : hash, key);  \
         if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_typedesc_##name))))    \
             return r;                                                               \
         if (onb == KHL_SCAN_BUCKETS) {                                              \
@@ -1916,6 +1922,7 @@ static inline uint64_t khl_remix(uint64_t hash)
             ctrl = khl_ctrlof_##name(b);                                            \
             for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
                 ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
+            hash = khl_hashof_##name(key);                                          \
         } else {                                                                    \
             b = khl_grow_small(mem, old, onb, &khl_typedesc_##name);                \
             ctrl = khl_ctrlof_##name(b);                                            \
@@ -2012,7 +2019,7 @@ static inline uint64_t khl_remix(uint64_t hash)
             /* No hash: the bucket is marked full (I1), and only a growth */        \
             /* past the scan tags the keys. */                                      \
             if (KHL_UNLIKELY(j == UINT32_MAX))                                      \
-                KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, khl_hashof_##name(key), key)) \
+                KHL_I_PUT_OUT(h, ret, khl_putgrow_##name(*h, 0, key))               \
             sctrl_[j] = KHL_CTRL_UNTAGGED;                                          \
             b->size++;                                                              \
             *khl_keyp_##name(slots_, nb, j) = key;                                  \

@@ -44,6 +44,9 @@ static uint64_t counted_hash(uint32_t k)
 }
 #define KHL_HASH_MIXED_counted_hash
 KHL_INIT(hcount, uint32_t, uint64_t, 1, counted_hash, khl_eq_int)
+/* 60 bytes a bucket: a first block of 1 bucket, scanned through 2 and 4. */
+typedef struct { uint64_t w[7]; } wide_val_t;
+KHL_INIT(hcountw, uint32_t, wide_val_t, 1, counted_hash, khl_eq_int)
 
 Test(table, zero_initialised_handle_is_an_empty_table)
 {
@@ -558,6 +561,33 @@ Test(table, a_scanned_table_hashes_no_key_until_it_grows_past_the_scan)
     for (uint32_t i = 1; i <= 5; ++i)
         cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i, "key %u after the growth", i);
     khl_destroy(hcount, &h);
+}
+
+/* The growths of 1 to 2 and 2 to 4 buckets stay scanned: they hashed the
+ * new key for a tag no scan reads. */
+Test(table, a_scanned_table_grown_within_the_scan_hashes_no_key)
+{
+    khl_t(hcountw) h;
+    khl_init(hcountw, &h, NULL);
+    hash_calls = 0;
+    for (uint32_t i = 1; i <= 4; ++i) {
+        khl_val(hcountw, &h, khl_put(hcountw, &h, i * 0x9E3779B9u, NULL)).w[0] = i;
+        if (i == 1)
+            cr_assert_eq(khl_n_buckets(hcountw, &h), 1, "the first block holds one bucket");
+    }
+    cr_assert_eq(khl_n_buckets(hcountw, &h), 4);
+    for (uint32_t i = 1; i <= 4; ++i)
+        cr_assert_eq(khl_getp(hcountw, &h, i * 0x9E3779B9u)->w[0], i);
+    cr_assert_eq(hash_calls, 0, "puts that grew a scanned table hashed %u keys", hash_calls);
+    cr_assert_eq(khl_check(hcountw, &h), 0);
+    /* Past the scan: the four keys' tags and the new key's. */
+    khl_val(hcountw, &h, khl_put(hcountw, &h, 5 * 0x9E3779B9u, NULL)).w[0] = 5;
+    cr_assert_eq(khl_n_buckets(hcountw, &h), 8);
+    cr_assert_eq(hash_calls, 5, "growth past the scan hashed %u keys", hash_calls);
+    cr_assert_eq(khl_check(hcountw, &h), 0);
+    for (uint32_t i = 1; i <= 5; ++i)
+        cr_assert_eq(khl_getp(hcountw, &h, i * 0x9E3779B9u)->w[0], i, "key %u after the growth", i);
+    khl_destroy(hcountw, &h);
 }
 
 /* A reserve that takes a scanned table to a matched one cannot keep its
