@@ -105,4 +105,19 @@ end
 class Ex; end
 Ex.instance_variable_set(:@cls_ivar, 5)
 show "class ivar", Ex.instance_variable_get(:@cls_ivar)
+
+# #inspect walks the object's table and calls #inspect on its values, which
+# may change that table: here the walk's callback removes the object's only
+# variable, which frees khl's block (the walk read it after it was freed).
+class Victim; end
+class Meddler
+  def inspect
+    $victim.remove_instance_variable(:@list)
+    "meddler"
+  end
+end
+$victim = Victim.new
+$victim.instance_variable_set(:@list, [Meddler.new])
+show "inspect that removes the last ivar", $victim.inspect.split(" ", 2)[1]
+show "after it", $victim.instance_variables
 show "done", true
