@@ -5,6 +5,7 @@
 #     KO or crashed, and the same counts on both.
 #  2. Our scripts (bench/ruby/*.rb at small sizes, mruby/test/ivars.rb) print
 #     the same on stock, khl, and khl on khl_pool; the pool ends at 0 bytes.
+#     mruby/test/order.rb prints the same on khl under two hash seeds.
 #  3. A script that raises: exit 1, pool at 0.
 #  4. Out of memory (khl-mrb-probe): a failed iv-table or method-table
 #     growth leaves the table as it was; a script that exhausts a memory limit ends in NoMemoryError
@@ -53,6 +54,13 @@ for s in bench/ruby/*.rb mruby/test/ivars.rb mruby/test/methods.rb mruby/test/me
     echo "$n: identical ($(wc -l < "$out/$n.stock") lines)"
 done
 
+for seed in 1 2; do
+    KHL_SEED=$seed "$M/host-khl" --alloc=libc mruby/test/order.rb > "$out/order.$seed" 2>&1 ||
+        fail "order.rb exited $? ($out/order.$seed)"
+done
+cmp -s "$out/order.1" "$out/order.2" ||
+    fail "order.rb: khl's hash order changed with khashlite's seed (diff $out/order.1 $out/order.2)"
+echo "order.rb: the same order under two seeds ($(wc -l < "$out/order.1") lines)"
 step "3. a script that raises"
 rc=0; "$M/host-khl" --alloc=pool mruby/test/raises.rb > "$out/raises.txt" 2>&1 || rc=$?
 [ $rc = 1 ] || fail "raises.rb: exit $rc, expected 1 (3 = pool bytes left)"
