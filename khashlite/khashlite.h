@@ -98,9 +98,11 @@
  *     #define KHL_HASH_PRODUCT_<hash_fn>      (empty, or 1)
  * so that larger tables remix it as they remix their own product.
  *
- * A table of at most 4 buckets (the first block, where a key and its value
- * take more than 8 bytes) calls only eq_fn, a key at a time: its puts and
- * lookups never hash.  Its keys are hashed once, when it grows past 4.
+ * A table of at most 4 buckets, or of 8 where a key and its value take 8
+ * bytes or fewer and hash_fn is not declared indirect (below), calls only
+ * eq_fn, a key at a time: its puts and lookups never hash, and a lookup of
+ * an absent key compares every key it holds.  Its keys are hashed once,
+ * when it grows past that.
  *
  * A hash that reads memory through the key (a string's characters) is
  * best declared indirect, by
@@ -108,8 +110,9 @@
  * before the KHL_INIT* that names it; khl_hash_str is declared so.  A
  * growth then hashes each group's keys a few ahead of placing them, so that
  * their reads of scattered memory overlap (2M string keys filled from
- * empty: a fifth to a quarter less time an insert); for a hash of the key's
- * own bits that would cost instructions and gain nothing.
+ * empty: a fifth to a quarter less time an insert), and a table of 8
+ * buckets matches the key's hash rather than comparing up to 8 keys; for a
+ * hash of the key's own bits that would cost instructions and gain nothing.
  *
  * khl_hash_u32/u64/str/bytes are seeded from one
  * process-wide random seed (khl_seed fixes it), so keys crafted to collide

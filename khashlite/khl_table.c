@@ -174,7 +174,7 @@ void khl_table_build(khl_block_t *b, unsigned char *ctrl, char *pairs, size_t wi
                 khl_ext(b)->reserved = khl_ext(src)->reserved;
             }
         } else if (nb <= GROUP && nb >= from->n_buckets &&
-                   (nb <= KHL_SCAN_BUCKETS || from->n_buckets > KHL_SCAN_BUCKETS)) {
+                   (nb <= t->scan_buckets || from->n_buckets > t->scan_buckets)) {
             /* One group into one group: a key's tag does not depend on the
              * size and any bucket of the group is its place, so the keys
              * keep their buckets.  Not out of a scanned table into a
@@ -468,7 +468,7 @@ static int check(const khl_block_t *src, const khl_regions_t *r, const khl_type_
             uint64_t hash;
             khl_probe_t p;
             ++full;
-            if (nb <= KHL_SCAN_BUCKETS)
+            if (nb <= t->scan_buckets)
                 continue;   /* scanned: any byte but the marks is full (I1) */
             hash = t->hash(key_at(pairs, nb, i, t), nb);
             p = khl_probe_start(hash, shift, nb);

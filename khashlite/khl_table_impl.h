@@ -30,11 +30,11 @@
  * bytes, so a group's first slots share its first line.
  *
  * Buckets form aligned groups of 16 (khl_group.h).  A one-group table is
- * found without a probe loop: up to KHL_SCAN_BUCKETS buckets by scanning
- * its occupied keys (no hash: a put marks its bucket KHL_CTRL_UNTAGGED, and
- * the keys are tagged when the table grows past the scan), up to 16 by one
- * group match whose 16-byte
- * window reads past the last control byte into the slots, masked off with
+ * found without a probe loop: up to khl_scanb buckets (4, or 8 for pairs
+ * of 8 bytes or fewer: KHL_I_SCAN_LIMIT) by scanning its occupied keys (no
+ * hash: a put marks its bucket KHL_CTRL_UNTAGGED, and the keys are tagged
+ * when the table grows past the scan), up to 16 by one group match whose
+ * 16-byte window reads past the last control byte into the slots, masked off with
  * khl_small_mask.  Tiny tables thus cost no sentinel bytes.  A put takes the
  * highest free bucket of a group, so a tiny table's first slots (the ones
  * inside the window) are written last: a slot store followed by the next
@@ -59,7 +59,7 @@
  * Invariants (khl_table_check verifies them):
  *   I1  size = number of full buckets: control byte not KHL_CTRL_EMPTY,
  *       the key's tag for the table's size, or in a table of at most
- *       KHL_SCAN_BUCKETS buckets any byte but the marks (KHL_CTRL_UNTAGGED
+ *       khl_scanb buckets any byte but the marks (KHL_CTRL_UNTAGGED
  *       where a put left it).
  *   I2  growth_left = capacity(n_buckets) - size in a one-group table, at
  *       most that in larger ones, where capacity(n) = n for one-group
@@ -240,6 +240,7 @@ typedef struct khl_type {
     int soa;
     uint32_t max_load;          /* KHL_MAX_LOAD in 1/65536 */
     uint32_t first_buckets;     /* KHL_I_FIRST_BUCKETS */
+    uint32_t scan_buckets;      /* khl_scanb: tables of at most this many are scanned */
     /* Puts every key of `from` into `to`, which is empty and large enough. */
     void (*move)(const khl_regions_t *to, const khl_regions_t *from);
     /* Buckets [0, n_placed) hold keys placed for another geometry (or under
@@ -478,7 +479,7 @@ static inline unsigned char khl_tag_in(uint64_t hash, uint32_t nb)
 }
 
 /* What a put writes into a scanned table's control byte (I1): full, no
- * tag, so that no put into a table of at most KHL_SCAN_BUCKETS buckets
+ * tag, so that no put into a table of at most khl_scanb buckets
  * hashes.  16-character string keys hashed by FNV-1a, a life of 1-4 keys:
  * 1.35-1.61 of a flat array's time with the tag, 1.01-1.27 without.  It
  * is also khl_tag_small(0): a growth that stays scanned is passed hash 0
@@ -1198,9 +1199,21 @@ template <bool IsMap> constexpr int khl_require_map()
  * where eq_fn is dear (strcmp against XXH3), and far less where it is cheap
  * (an interpreter's symbol keys). */
 #define KHL_SCAN_BUCKETS 4u
-KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 buckets");
+/* A type's scan reaches its first block where that holds 8 buckets or more
+ * (a key and its value in 8 bytes or fewer) and its hash is not declared
+ * indirect, so that such a first block never hashes: a life of 4 u32 keys
+ * to u32 values 592 -> 502 instructions, 8 keys 1012 -> 935 (a flat
+ * array's: 379, 749), while a lookup of an absent key among 8 costs 45
+ * instructions against 31 (its loop's included).  Not where comparing keys
+ * reads memory: a string set's life of 8 keys and 8 misses cost 4647
+ * instructions scanned, 2717 matched.  Not further, and not for larger
+ * pairs: mruby's 8-bucket tables (symbols to 8-byte values) scanned made
+ * bm_ao_render 0.5% dearer, their misses along a class chain reading every
+ * key where a match reads none. */
+#define KHL_I_SCAN_LIMIT(first_buckets, indirect)                                   \
+    ((first_buckets) >= 8u && !(indirect) ? 8u : KHL_SCAN_BUCKETS)
 
-/* The scan of a table of at most KHL_SCAN_BUCKETS buckets (4, 2 or 1),
+/* The scan of a table of at most khl_scanb buckets (8, 4, 2 or 1),
  * from the highest bucket down, unrolled, a control byte at a time (a byte
  * load forwards from the byte store of the put before it; a wider one would
  * wait).  Runs FOUND with i = the bucket holding key, slots_ its slots and
@@ -1218,7 +1231,17 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
 #define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
     unsigned char *sctrl_ = khl_ctrlof_##name(b);                                   \
     char *slots_;                                                                   \
-    if (nb == 4u) {                                                                 \
+    if (khl_scanb_##name == 8u && nb == 8u) {                                       \
+        slots_ = khl_smallslots_##name(b, sctrl_, 8u);                              \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 7u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 6u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 5u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 4u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 3u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 2u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 1u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_AT(name, eq_fn, 8u, 0u, key, FOUND, EMPTY)                       \
+    } else if (nb == 4u) {                                                          \
         /* Where the slots start, a constant offset: a slot's address is one */     \
         /* displacement. */                                                         \
         slots_ = khl_smallslots_##name(b, sctrl_, 4u);                              \
@@ -1306,7 +1329,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 bucke
         if (nb_ > KHL_GROUP_WIDTH) {                                                \
             uint64_t hash_ = khl_hashlarge_##name(khl_hashof_##name(key));          \
             LARGE                                                                   \
-        } else if (nb_ <= KHL_SCAN_BUCKETS) {                                       \
+        } else if (nb_ <= khl_scanb_##name) {                                       \
             KHL_I_SCAN(name, eq_fn, b_, nb_, key, SMALL_FOUND, )                    \
         } else {                                                                    \
             uint64_t hash_ = khl_hashof_##name(key);                                \
@@ -1422,6 +1445,8 @@ static inline uint64_t khl_remix(uint64_t hash)
  * placing them. */
 #define KHL_I_IMPL_HASH(name, hash_fn)                                              \
     enum { khl_indirect_##name = KHL_I_DECLARED(KHL_HASH_INDIRECT_##hash_fn) };     \
+    /* Tables of at most this many buckets are scanned (KHL_I_SCAN). */            \
+    enum { khl_scanb_##name = KHL_I_SCAN_LIMIT(KHL_I_FIRST_BUCKETS(name), khl_indirect_##name) }; \
     enum { khl_remixes_##name = KHL_I_REMIXES(hash_fn) };                           \
     /* The only call of hash_fn: every lookup, put, check and rebuild hashes */     \
     /* through here (see KHL_I_MIXED). */                                           \
@@ -1695,7 +1720,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         sizeof(khl_keyt_##name), sizeof(khl_valt_##name), KHL_ALIGNOF(khl_keyt_##name), \
         khl_soa_##name,                                                             \
         (uint32_t)((KHL_MAX_LOAD) * 65536) / KHL_I_MAX_LOAD_DIVISOR,                \
-        KHL_I_FIRST_BUCKETS(name),                                                  \
+        KHL_I_FIRST_BUCKETS(name), khl_scanb_##name,                                \
         khl_move_##name, khl_rehash_##name, khl_hashkey_##name,                     \
         KHL_I_SMALL_BYTES(KHL_I_FIRST_BUCKETS(name), name),                         \
         {KHL_I_SMALL_BYTES(1u, name), KHL_I_SMALL_BYTES(2u, name), KHL_I_SMALL_BYTES(4u, name), \
@@ -1843,7 +1868,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         if (!mem_)                                                                  \
             return r;                                                               \
         r.b = khl_first_block(mem_, &khl_typedesc_##name,                           \
-                              nb <= KHL_SCAN_BUCKETS ? KHL_CTRL_UNTAGGED            \
+                              nb <= khl_scanb_##name ? KHL_CTRL_UNTAGGED            \
                                                      : khl_tag_in(khl_hashof_##name(key), nb)); \
         *khl_keyp_##name(khl_smallslots_##name(r.b, (unsigned char *)(r.b + 1), nb), nb, nb - 1u) = key; \
         r.i = nb - 1u;                                                              \
@@ -1894,7 +1919,7 @@ static inline uint64_t khl_remix(uint64_t hash)
 /* variable: 340 -> 130 instructions besides the allocator's); the rest is */
 /* putslow's.  hash is the key's khl_hashof, or 0 from a put into a */
 /* scanned table, which hashes nothing: the growth past the scan hashes */
-/* the key here; one that stays scanned (fewer than KHL_SCAN_BUCKETS */
+/* the key here; one that stays scanned (fewer than khl_scanb */
 /* buckets) gives it 0's tag, KHL_CTRL_UNTAGGED (I1). */
 #define KHL_I_IMPL_PUTGROW(name, FN, UD)                                            \
     static KHL_NOINLINE KHL_UNUSED khl_putres_t khl_putgrow_##name(                 \
@@ -1908,20 +1933,20 @@ static inline uint64_t khl_remix(uint64_t hash)
         khl_putres_t r = {old, onb, -1};                                            \
         if (!khl_smallinline_##name || onb == KHL_GROUP_WIDTH)                      \
             return khl_putslow_##name(                                              \
-                hv, onb <= KHL_SCAN_BUCKETS ? khl_hashof_##name(key) : hash, key);  \
+                hv, onb <= khl_scanb_##name ? khl_hashof_##name(key) : hash, key);  \
         if (!(mem = FN(UD, NULL, 0, khl_small_bytes(nb, &khl_typedesc_##name))))    \
             return r;                                                               \
-        if (onb == KHL_SCAN_BUCKETS) {                                              \
+        if (onb == khl_scanb_##name) {                                              \
             /* Past the scan the keys need their tags (I1): a full scanned */       \
-            /* table's KHL_SCAN_BUCKETS, over the untagged bytes copied. */         \
+            /* table's khl_scanb, over the untagged bytes copied. */                \
             /* Not into the old block before the copy: the copy's load of */        \
             /* bytes just stored one by one would wait for them to reach the */     \
             /* cache.  Its growth's own call, all constants. */                     \
-            char *oslots_ = khl_smallslots_##name(old, khl_ctrlof_##name(old), KHL_SCAN_BUCKETS);       \
-            b = khl_grow_small(mem, old, KHL_SCAN_BUCKETS, &khl_typedesc_##name);   \
+            char *oslots_ = khl_smallslots_##name(old, khl_ctrlof_##name(old), khl_scanb_##name);       \
+            b = khl_grow_small(mem, old, khl_scanb_##name, &khl_typedesc_##name);   \
             ctrl = khl_ctrlof_##name(b);                                            \
-            for (uint32_t i_ = 0; i_ < KHL_SCAN_BUCKETS; ++i_)                      \
-                ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, KHL_SCAN_BUCKETS, i_))); \
+            for (uint32_t i_ = 0; i_ < khl_scanb_##name; ++i_)                      \
+                ctrl[i_] = khl_tag_small(khl_hashof_##name(*khl_keyp_##name(oslots_, khl_scanb_##name, i_))); \
             hash = khl_hashof_##name(key);                                          \
         } else {                                                                    \
             b = khl_grow_small(mem, old, onb, &khl_typedesc_##name);                \
@@ -2010,7 +2035,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         /* values 1.25 -> 1.16 of boost's time, mruby's scripts +0.02% at most. */  \
         if (nb > KHL_GROUP_WIDTH)                                                   \
             return khl_putlarge_##name(h, b, nb, khl_hashof_##name(key), key, ret); \
-        if (nb <= KHL_SCAN_BUCKETS) {                                               \
+        if (nb <= khl_scanb_##name) {                                               \
             /* A bucket not full is empty (I4).  j: the */                          \
             /* highest; a byte store, which the next scan's loads forward. */       \
             j = UINT32_MAX;                                                         \

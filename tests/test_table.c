@@ -33,6 +33,8 @@ static int counted_eq(uint32_t a, uint32_t b)
     return a == b;
 }
 KHL_INIT(mcount, uint32_t, uint64_t, 1, khl_hash_u32, counted_eq)
+/* 8-byte pairs: a first block of 8 buckets, scanned. */
+KHL_INIT(mcount8, uint32_t, uint32_t, 1, khl_hash_u32, counted_eq)
 
 /* A hash that counts its calls: a scanned table (4 buckets or fewer, the
  * first block of a u32 -> u64 map) must not hash. */
@@ -44,6 +46,18 @@ static uint64_t counted_hash(uint32_t k)
 }
 #define KHL_HASH_MIXED_counted_hash
 KHL_INIT(hcount, uint32_t, uint64_t, 1, counted_hash, khl_eq_int)
+/* 8 bytes a bucket: a first block of 8 buckets, scanned. */
+KHL_INIT(hcount8, uint32_t, uint32_t, 1, counted_hash, khl_eq_int)
+/* 8 bytes a bucket too, but a hash declared indirect: comparing keys would
+ * read memory, so the first block's 8 buckets are matched. */
+static uint64_t counted_hash_ind(uint64_t k)
+{
+    hash_calls++;
+    return khl_hash_u64(k);
+}
+#define KHL_HASH_MIXED_counted_hash_ind
+#define KHL_HASH_INDIRECT_counted_hash_ind
+KHL_INIT(hcountind, uint64_t, char, 0, counted_hash_ind, khl_eq_int)
 /* 60 bytes a bucket: a first block of 1 bucket, scanned through 2 and 4. */
 typedef struct { uint64_t w[7]; } wide_val_t;
 KHL_INIT(hcountw, uint32_t, wide_val_t, 1, counted_hash, khl_eq_int)
@@ -264,7 +278,7 @@ Test(table, reserve_too_large_fails_and_changes_nothing)
 /* A type-independent operation given a pair size no block can hold. */
 static int reserve_with_pair_size(size_t pair_size, size_t n, test_alloc_t *t)
 {
-    khl_type_t huge = {pair_size, 8, pair_size, 0, 1, 0, 57344, 1, NULL, NULL, NULL, 0, {0}};
+    khl_type_t huge = {pair_size, 8, pair_size, 0, 1, 0, 57344, 1, KHL_SCAN_BUCKETS, NULL, NULL, NULL, 0, {0}};
     khl_block_t *b = NULL;
     khl_plan_t p;
     int r = khl_single_carry_out(khl_table_reserve_plan(b, n, &huge, &p), &p, &b, b, &huge, t->a.fn, t->a.ud, t->a.resizes);
@@ -539,28 +553,59 @@ Test(table, getp_points_at_the_value_or_is_null)
     test_alloc_fini(&t);
 }
 
+/* A scanned first block of NB buckets (type NAME, hashed by counted_hash):
+ * its puts, gets and deletions hash no key; the put of key NB + 1 grows it
+ * past the scan and tags the keys. */
+#define SCANNED_UNTIL_PAST(NAME, NB)                                                        \
+    khl_t(NAME) h;                                                                          \
+    khl_init(NAME, &h, NULL);                                                               \
+    hash_calls = 0;                                                                         \
+    for (uint32_t i = 1; i <= (NB); ++i)                                                    \
+        khl_val(NAME, &h, khl_put(NAME, &h, i * 0x9E3779B9u, NULL)) = i;                    \
+    cr_assert_eq(khl_n_buckets(NAME, &h), (NB), "the first block is scanned");              \
+    for (uint32_t i = 1; i <= (NB); ++i) {                                                  \
+        cr_assert_eq(*khl_getp(NAME, &h, i * 0x9E3779B9u), i, "key %u", i);                 \
+        cr_assert_neq(khl_get(NAME, &h, i * 0x9E3779B9u), khl_end(NAME, &h), "key %u", i);  \
+        cr_assert_null(khl_getp(NAME, &h, i));                                              \
+    }                                                                                       \
+    cr_assert_eq(khl_del_key(NAME, &h, 2 * 0x9E3779B9u), 1);                                \
+    khl_val(NAME, &h, khl_put(NAME, &h, 2 * 0x9E3779B9u, NULL)) = 2;                        \
+    cr_assert_eq(khl_check(NAME, &h), 0);                                                   \
+    cr_assert_eq(hash_calls, 0, "puts, gets and deletions of a scanned table hashed %u keys", hash_calls); \
+    /* The next key: the NB are tagged for the group match. */                            \
+    khl_val(NAME, &h, khl_put(NAME, &h, ((NB) + 1) * 0x9E3779B9u, NULL)) = (NB) + 1;        \
+    cr_assert_eq(khl_n_buckets(NAME, &h), 2 * (NB));                                        \
+    cr_assert_geq(hash_calls, (NB) + 1, "growth past the scan hashed %u keys", hash_calls); \
+    cr_assert_eq(khl_check(NAME, &h), 0);                                                   \
+    for (uint32_t i = 1; i <= (NB) + 1; ++i)                                                \
+        cr_assert_eq(*khl_getp(NAME, &h, i * 0x9E3779B9u), i, "key %u after the growth", i); \
+    khl_destroy(NAME, &h);
+
 Test(table, a_scanned_table_hashes_no_key_until_it_grows_past_the_scan)
 {
-    khl_t(hcount) h;
-    khl_init(hcount, &h, NULL);
+    SCANNED_UNTIL_PAST(hcount, 4)   /* u32 -> u64: 4 buckets */
+}
+
+/* Where a key and its value take 8 bytes, the first block's 8 buckets are
+ * scanned: no hash until the 9th key. */
+Test(table, a_first_block_of_8_buckets_is_scanned_and_hashes_no_key)
+{
+    SCANNED_UNTIL_PAST(hcount8, 8)
+}
+
+Test(table, a_first_block_of_8_buckets_of_an_indirect_hash_is_matched)
+{
+    khl_t(hcountind) h;
+    khl_init(hcountind, &h, NULL);
     hash_calls = 0;
-    for (uint32_t i = 1; i <= 4; ++i)
-        khl_val(hcount, &h, khl_put(hcount, &h, i * 0x9E3779B9u, NULL)) = i;
-    cr_assert_eq(khl_n_buckets(hcount, &h), 4, "the first block is scanned");
-    for (uint32_t i = 1; i <= 4; ++i) {
-        cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i);
-        cr_assert_null(khl_getp(hcount, &h, i));
-    }
-    cr_assert_eq(khl_del_key(hcount, &h, 2 * 0x9E3779B9u), 1);
-    khl_val(hcount, &h, khl_put(hcount, &h, 2 * 0x9E3779B9u, NULL)) = 2;
-    cr_assert_eq(hash_calls, 0, "puts, gets and deletions of a scanned table hashed %u keys", hash_calls);
-    /* The 5th key: the four are tagged for the group match. */
-    khl_val(hcount, &h, khl_put(hcount, &h, 5 * 0x9E3779B9u, NULL)) = 5;
-    cr_assert_eq(khl_n_buckets(hcount, &h), 8);
-    cr_assert_eq(khl_check(hcount, &h), 0);
-    for (uint32_t i = 1; i <= 5; ++i)
-        cr_assert_eq(*khl_getp(hcount, &h, i * 0x9E3779B9u), i, "key %u after the growth", i);
-    khl_destroy(hcount, &h);
+    for (uint64_t i = 1; i <= 5; ++i)
+        khl_put(hcountind, &h, i << 40, NULL);
+    cr_assert_eq(khl_n_buckets(hcountind, &h), 8, "the first block holds 8 buckets");
+    cr_assert_geq(hash_calls, 5, "5 puts into a matched table hashed %u keys", hash_calls);
+    for (uint64_t i = 1; i <= 5; ++i)
+        cr_assert(khl_exist(hcountind, &h, khl_get(hcountind, &h, i << 40)), "key %u", (unsigned)i);
+    cr_assert_eq(khl_check(hcountind, &h), 0);
+    khl_destroy(hcountind, &h);
 }
 
 /* The growths of 1 to 2 and 2 to 4 buckets stay scanned: they hashed the
@@ -609,29 +654,33 @@ Test(table, reserve_past_the_scan_tags_the_keys)
     }
 }
 
+/* 1..16 buckets of table type NAME: the scan and the group match; every
+ * bucket that held DEAD_KEY was deleted. */
+#define COMPARE_ONLY_HELD_KEYS(NAME)                                                        \
+    for (uint32_t n = 1; n <= 12; ++n) {                                                    \
+        khl_t(NAME) h;                                                                      \
+        khl_init(NAME, &h, NULL);                                                           \
+        khl_put(NAME, &h, DEAD_KEY, NULL);                                                  \
+        for (uint32_t i = 1; i < n; ++i)                                                    \
+            khl_put(NAME, &h, i, NULL);                                                     \
+        cr_assert_eq(khl_del_key(NAME, &h, DEAD_KEY), 1);                                   \
+        eq_calls = eq_dead = 0;                                                             \
+        for (uint32_t i = 0; i <= n + 4; ++i) {                                             \
+            khl_get(NAME, &h, i);                                                           \
+            khl_getp(NAME, &h, i);                                                          \
+            khl_put(NAME, &h, i + 100, NULL);                                               \
+            khl_del_key(NAME, &h, i + 100);                                                 \
+        }                                                                                   \
+        cr_assert_gt(eq_calls, 0);                                                          \
+        cr_assert_eq(eq_dead, 0, "%u of %u comparisons were with a deleted or empty bucket (" \
+                     #NAME ", n = %u)", eq_dead, eq_calls, n);                              \
+        khl_destroy(NAME, &h);                                                              \
+    }
+
 Test(table, lookups_compare_only_keys_the_table_holds)
 {
-    /* 1..16 buckets: the scan (up to 4) and the group match; every bucket
-     * that held DEAD_KEY was deleted. */
-    for (uint32_t n = 1; n <= 12; ++n) {
-        khl_t(mcount) h;
-        khl_init(mcount, &h, NULL);
-        khl_put(mcount, &h, DEAD_KEY, NULL);
-        for (uint32_t i = 1; i < n; ++i)
-            khl_put(mcount, &h, i, NULL);
-        cr_assert_eq(khl_del_key(mcount, &h, DEAD_KEY), 1);
-        eq_calls = eq_dead = 0;
-        for (uint32_t i = 0; i <= n + 4; ++i) {
-            khl_get(mcount, &h, i);
-            khl_getp(mcount, &h, i);
-            khl_put(mcount, &h, i + 100, NULL);
-            khl_del_key(mcount, &h, i + 100);
-        }
-        cr_assert_gt(eq_calls, 0);
-        cr_assert_eq(eq_dead, 0, "%u of %u comparisons were with a deleted or empty bucket (n = %u)",
-                     eq_dead, eq_calls, n);
-        khl_destroy(mcount, &h);
-    }
+    COMPARE_ONLY_HELD_KEYS(mcount)    /* scanned up to 4 buckets */
+    COMPARE_ONLY_HELD_KEYS(mcount8)   /* scanned up to 8 */
 }
 
 /* Where a pair fills a line (u64 keys to 56-byte values), a key starts from

@@ -188,17 +188,24 @@ Test(weak_hash, a_larger_table_remixes_a_product)
     khl_destroy(wid, &u);
 }
 
-/* A hash declared mixed is taken as it is: its top 7 bits are the tag. */
+/* A hash declared mixed is taken as it is: its top 7 bits are the tag (of
+ * a table past the scan of its first block: the 9th key). */
 Test(weak_hash, a_hash_declared_mixed_is_not_multiplied)
 {
     khl_t(wtag) a;
     khl_t(wtagmixed) b;
     khl_init(wtag, &a, NULL);
     khl_init(wtagmixed, &b, NULL);
+    for (uint64_t i = 1; i <= 8; ++i) {
+        khl_put(wtag, &a, i, NULL);
+        khl_put(wtagmixed, &b, i, NULL);
+    }
     khl_iter_t k = khl_put(wtag, &a, 0x55, NULL);
+    cr_assert_gt(khl_n_buckets(wtag, &a), 8);
     cr_assert_eq(((const unsigned char *)(a.b + 1))[k], 0x55);
     uint64_t key = (uint64_t)0x55 << (KHL_I_TAG_SHIFT + 1);
     k = khl_put(wtagmixed, &b, key, NULL);
+    cr_assert_gt(khl_n_buckets(wtagmixed, &b), 8);
     cr_assert_eq(((const unsigned char *)(b.b + 1))[k], khl_tag_small(key * 0x9e3779b97f4a7c15ULL),
                  "an undeclared hash is multiplied");
     uint64_t k55 = 0x55;
