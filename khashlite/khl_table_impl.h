@@ -30,8 +30,9 @@
  * bytes, so a group's first slots share its first line.
  *
  * Buckets form aligned groups of 16 (khl_group.h).  A one-group table is
- * found without a probe loop: up to khl_scanb buckets (4, or 8 for pairs
- * of 8 bytes or fewer: KHL_I_SCAN_LIMIT) by scanning its occupied keys (no
+ * found without a probe loop: up to khl_scanb buckets (4, or 8 where the
+ * first block holds 8 and the hash is not declared indirect:
+ * KHL_I_SCAN_LIMIT) by scanning its occupied keys (no
  * hash: a put marks its bucket KHL_CTRL_UNTAGGED, and the keys are tagged
  * when the table grows past the scan), up to 16 by one group match whose
  * 16-byte window reads past the last control byte into the slots, masked off with
@@ -1193,15 +1194,15 @@ template <bool IsMap> constexpr int khl_require_map()
         KHL_I_CANDIDATES(name, eq_fn, slots_, nb, 0u, m_, key, FOUND)               \
     }
 
-/* Tables of at most this many buckets are found by scanning their keys,
- * occupied buckets only, from the highest (where puts begin): no hash, no
- * group match.  At most 4 calls of eq_fn, about what hashing the key costs
- * where eq_fn is dear (strcmp against XXH3), and far less where it is cheap
- * (an interpreter's symbol keys). */
+/* Tables of at most this many buckets, every type's, are found by
+ * scanning their keys, occupied buckets only, from the highest (where puts
+ * begin): no hash, no group match.  At most 4 calls of eq_fn, about what
+ * hashing the key costs where eq_fn is dear (strcmp against XXH3), and far
+ * less where it is cheap (an interpreter's symbol keys). */
 #define KHL_SCAN_BUCKETS 4u
-/* A type's scan reaches its first block where that holds 8 buckets or more
- * (a key and its value in 8 bytes or fewer) and its hash is not declared
- * indirect, so that such a first block never hashes: a life of 4 u32 keys
+/* A type's scan (khl_scanb) reaches 8 buckets where its first block holds
+ * 8 or more (a key and its value of about 8 bytes or fewer) and its hash is
+ * not declared indirect, so that such a first block never hashes: a life of 4 u32 keys
  * to u32 values 592 -> 502 instructions, 8 keys 1012 -> 935 (a flat
  * array's: 379, 749), while a lookup of an absent key among 8 costs 45
  * instructions against 31 (its loop's included).  Not where comparing keys

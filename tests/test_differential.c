@@ -3,7 +3,8 @@
  * compared after every step; and the same workload with the k-th allocation
  * failing, for every k, checking that a failed call changed nothing.
  * Covers int, int64 and string keys, sets and maps, a map of 56-byte values
- * (its first blocks hold 1, 2 and 4 buckets: every size of the scan), and the split layouts
+ * (its first blocks hold 1, 2 and 4 buckets: the sizes of the scan, with u32 -> u32 and the
+ * u64 set's 8), and the split layouts
  * the benchmarks use (bench/peers/khl_split.h); the table's invariants are checked as it goes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
