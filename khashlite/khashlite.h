@@ -100,10 +100,9 @@
  *
  * A table of at most 4 buckets, or of 8 where its first block holds 8 or
  * more (a key and its value of about 8 bytes or fewer) and hash_fn is not
- * declared indirect (below), calls only
- * eq_fn, a key at a time: its puts and lookups never hash, and a lookup of
- * an absent key compares every key it holds.  Its keys are hashed once,
- * when it grows past that.
+ * declared indirect (below), calls only eq_fn, a key at a time: its puts
+ * and lookups never hash, and a lookup of an absent key compares every key
+ * it holds.  Its keys are hashed once, when it grows past that.
  *
  * A hash that reads memory through the key (a string's characters) is
  * best declared indirect, by

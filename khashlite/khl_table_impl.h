@@ -32,10 +32,10 @@
  * Buckets form aligned groups of 16 (khl_group.h).  A one-group table is
  * found without a probe loop: up to khl_scanb buckets (4, or 8 where the
  * first block holds 8 and the hash is not declared indirect:
- * KHL_I_SCAN_LIMIT) by scanning its occupied keys (no
- * hash: a put marks its bucket KHL_CTRL_UNTAGGED, and the keys are tagged
- * when the table grows past the scan), up to 16 by one group match whose
- * 16-byte window reads past the last control byte into the slots, masked off with
+ * KHL_I_SCAN_LIMIT) by scanning its occupied keys (no hash: a put marks its
+ * bucket KHL_CTRL_UNTAGGED, and the keys are tagged when the table grows
+ * past the scan), up to 16 by one group match whose 16-byte window reads
+ * past the last control byte into the slots, masked off with
  * khl_small_mask.  Tiny tables thus cost no sentinel bytes.  A put takes the
  * highest free bucket of a group, so a tiny table's first slots (the ones
  * inside the window) are written last: a slot store followed by the next
@@ -1202,10 +1202,10 @@ template <bool IsMap> constexpr int khl_require_map()
 #define KHL_SCAN_BUCKETS 4u
 /* A type's scan (khl_scanb) reaches 8 buckets where its first block holds
  * 8 or more (a key and its value of about 8 bytes or fewer) and its hash is
- * not declared indirect, so that such a first block never hashes: a life of 4 u32 keys
- * to u32 values 592 -> 502 instructions, 8 keys 1012 -> 935 (a flat
- * array's: 379, 749), while a lookup of an absent key among 8 costs 45
- * instructions against 31 (its loop's included).  Not where comparing keys
+ * not declared indirect, so that such a first block never hashes: a life
+ * of 4 u32 keys to u32 values 592 -> 502 instructions, 8 keys 1012 -> 935
+ * (a flat array's: 379, 749), while a lookup of an absent key among 8
+ * costs 45 instructions against 31 (its loop's included).  Not where comparing keys
  * reads memory: a string set's life of 8 keys and 8 misses cost 4647
  * instructions scanned, 2717 matched.  Not further, and not for larger
  * pairs: mruby's 8-bucket tables (symbols to 8-byte values) scanned made
@@ -1213,6 +1213,7 @@ template <bool IsMap> constexpr int khl_require_map()
  * key where a match reads none. */
 #define KHL_I_SCAN_LIMIT(first_buckets, indirect)                                   \
     ((first_buckets) >= 8u && !(indirect) ? 8u : KHL_SCAN_BUCKETS)
+KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8 buckets");
 
 /* The scan of a table of at most khl_scanb buckets (8, 4, 2 or 1),
  * from the highest bucket down, unrolled, a control byte at a time (a byte
