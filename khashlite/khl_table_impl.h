@@ -1230,27 +1230,24 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8
             EMPTY                                                                   \
         }                                                                           \
     }
+/* Buckets at + 3 down to at of a table of nb buckets. */
+#define KHL_I_SCAN_4AT(name, eq_fn, nb, at, key, FOUND, EMPTY)                      \
+    KHL_I_SCAN_AT(name, eq_fn, nb, (at) + 3u, key, FOUND, EMPTY)                    \
+    KHL_I_SCAN_AT(name, eq_fn, nb, (at) + 2u, key, FOUND, EMPTY)                    \
+    KHL_I_SCAN_AT(name, eq_fn, nb, (at) + 1u, key, FOUND, EMPTY)                    \
+    KHL_I_SCAN_AT(name, eq_fn, nb, (at), key, FOUND, EMPTY)
 #define KHL_I_SCAN(name, eq_fn, b, nb, key, FOUND, EMPTY)                           \
     unsigned char *sctrl_ = khl_ctrlof_##name(b);                                   \
     char *slots_;                                                                   \
     if (khl_scanb_##name == 8u && nb == 8u) {                                       \
         slots_ = khl_smallslots_##name(b, sctrl_, 8u);                              \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 7u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 6u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 5u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 4u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 3u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 2u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 1u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 8u, 0u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_4AT(name, eq_fn, 8u, 4u, key, FOUND, EMPTY)                      \
+        KHL_I_SCAN_4AT(name, eq_fn, 8u, 0u, key, FOUND, EMPTY)                      \
     } else if (nb == 4u) {                                                          \
         /* Where the slots start, a constant offset: a slot's address is one */     \
         /* displacement. */                                                         \
         slots_ = khl_smallslots_##name(b, sctrl_, 4u);                              \
-        KHL_I_SCAN_AT(name, eq_fn, 4u, 3u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 4u, 2u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 4u, 1u, key, FOUND, EMPTY)                       \
-        KHL_I_SCAN_AT(name, eq_fn, 4u, 0u, key, FOUND, EMPTY)                       \
+        KHL_I_SCAN_4AT(name, eq_fn, 4u, 0u, key, FOUND, EMPTY)                      \
     } else {                                                                        \
         slots_ = khl_smallslots_##name(b, sctrl_, nb);                              \
         if (nb == 2u)                                                               \
