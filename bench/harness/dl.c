@@ -3,6 +3,7 @@
 #include "harness/dl.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,43 @@ void *bench_dl_malloc(const char *soname, const char *who)
         return NULL;
     }
     return h;
+}
+
+static void glibc_trim(void)
+{
+    malloc_trim(0);
+}
+
+static void (*tc_release_fn)(void);
+static void tcmalloc_trim(void)
+{
+    tc_release_fn();
+}
+
+static int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
+static void jemalloc_trim(void)
+{
+    mallctl_fn("arena.4096.purge", NULL, NULL, NULL, 0);   /* MALLCTL_ARENAS_ALL */
+}
+
+static void (*mi_collect_fn)(int);
+static void mimalloc_trim(void)
+{
+    mi_collect_fn(1);
+}
+
+bench_trim_fn bench_dl_trim(void *handle, const char *who)
+{
+    if (!handle)
+        return glibc_trim;
+    if (!strcmp(who, "tcmalloc"))
+        return (*(void **)&tc_release_fn = bench_dl_sym(handle, "MallocExtension_ReleaseFreeMemory", NULL))
+                   ? tcmalloc_trim : NULL;
+    if (!strcmp(who, "jemalloc"))
+        return (*(void **)&mallctl_fn = bench_dl_sym(handle, "mallctl", NULL)) ? jemalloc_trim : NULL;
+    if (!strcmp(who, "mimalloc"))
+        return (*(void **)&mi_collect_fn = bench_dl_sym(handle, "mi_collect", NULL)) ? mimalloc_trim : NULL;
+    return NULL;
 }
 
 void bench_dl_make_room_for_jemalloc(char **argv)

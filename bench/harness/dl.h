@@ -16,6 +16,15 @@ void *bench_dl_sym(void *handle, const char *name, void *glibc_own);
  * its caches may hold its heap. */
 void *bench_dl_malloc(const char *soname, const char *who);
 
+/* What gives malloc `who`'s free memory back to the system, so that its
+ * next blocks start on pages it has not touched, as a new pool's do:
+ * glibc's malloc_trim(0) (handle NULL), tcmalloc's
+ * MallocExtension_ReleaseFreeMemory, a purge of every jemalloc arena,
+ * mimalloc's mi_collect(true).  NULL when the library lacks the call.  One
+ * of each library per process (bench_dl_malloc's). */
+typedef void (*bench_trim_fn)(void);
+bench_trim_fn bench_dl_trim(void *handle, const char *who);
+
 /* jemalloc's library keeps its thread state in initial-exec TLS, which
  * dlopen can only place in glibc's static TLS surplus, by default too small
  * for it.  The surplus is a tunable read at startup: this sets it and

@@ -66,6 +66,7 @@
 typedef struct libc_like {
     void *(*malloc)(size_t);
     void (*free)(void *);
+    bench_trim_fn trim;   /* gives its free memory back (pool_latency) */
 } libc_like_t;
 
 static inline void *libc_like_alloc(void *c, size_t n)
@@ -216,6 +217,7 @@ static void add_dl(contenders_t *cs, int i, const char *name, const char *soname
         return;
     *(void **)&l->malloc = bench_dl_sym(h, "malloc", (void *)malloc);
     *(void **)&l->free = bench_dl_sym(h, "free", (void *)free);
+    l->trim = bench_dl_trim(h, name);
     add(cs, name, fm_libc_like_published, fm_libc_like_write, l, NULL);
 }
 
@@ -275,7 +277,7 @@ static int add_floor(contenders_t *cs)
 static int open_all(contenders_t *cs)
 {
     memset(cs, 0, sizeof *cs);
-    cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free};
+    cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free, bench_dl_trim(NULL, "glibc")};
     add(cs, "glibc", fm_libc_like_published, fm_libc_like_write, &cs->libc[0], NULL);
     add_dl(cs, 1, "tcmalloc", "libtcmalloc_minimal.so.4");
     add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
@@ -392,11 +394,16 @@ static void bench_shuffle(int *order, int n, uint64_t *x)
  * long does each single allocation (and its first write, which takes the
  * page fault if there is one) take?  200,000 allocations of 100 B, and of
  * sizes drawn uniformly from 16 B to 4 KiB (one fixed sequence for every
- * contender), each run on a new pool, the mallocs' blocks freed between
- * runs.  khl_pool is a default pool, which faults its chunks' pages ahead
- * of its bump pointer or leaves them to first writes as this machine's
- * costs say (pages_ahead: 1 for ahead); khl_pool_ahead always faults
- * them a step at a time ahead (lazy_pages = KHL_POOL_PAGES_AHEAD);
+ * contender), each run on a new pool, or on a malloc that gave its free
+ * memory back first (bench_dl_trim): freeing its blocks alone left glibc,
+ * tcmalloc and mimalloc their last run's pages, faulted already, so their
+ * runs after the first measured a warm heap against a new pool (glibc's
+ * median mixed-size call 0.3 us instead of a fault's 1.5, mimalloc's
+ * 100 B p99.9 0.6 us instead of 4.5; docs/pool.md).  khl_pool is a
+ * default pool, which faults its chunks' pages ahead of its bump pointer
+ * or leaves them to first writes as this machine's costs say
+ * (pages_ahead: 1 for ahead); khl_pool_ahead always faults them a step at
+ * a time ahead (lazy_pages = KHL_POOL_PAGES_AHEAD);
  * khl_pool_lazy has lazy_pages = 1, each page faulted by its first write;
  * khl_pool_reserved reserved the 100 B blocks first (untimed); khl_pool_ts
  * is a default thread-safe pool, called from this one thread, which takes
@@ -461,7 +468,8 @@ static int lat_run(const lat_rival_t *r, int l, lat_work_t *w, double *m)
         }
         khl_pool_stats(p, &st);
         chunks = st.chunks;
-    }
+    } else if (r->libc->trim)
+        r->libc->trim();   /* fresh pages, as a new pool's: not the last run's */
     for (long i = 0; i < w->count; ++i) {
         size_t n = w->size[l][i];
         uint64_t t0 = bench_now_ns();

@@ -41,7 +41,6 @@
 #include "khashlite/khl_pool.h"
 #include "support/prng.h"
 
-#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,31 +66,7 @@ static void *(*volatile pool_alloc)(khl_pool_t *, size_t) = khl_pool_alloc;
 static void *(*volatile pool_realloc)(khl_pool_t *, void *, size_t, size_t) = khl_pool_realloc;
 static void (*volatile pool_free)(khl_pool_t *, void *, size_t) = khl_pool_free;
 
-static void glibc_trim(void)
-{
-    malloc_trim(0);
-}
-
-static void (*mi_collect_fn)(int);
-static void mimalloc_trim(void)
-{
-    mi_collect_fn(1);
-}
-
-static int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
-static void jemalloc_trim(void)
-{
-    mallctl_fn("arena.4096.purge", NULL, NULL, NULL, 0);   /* MALLCTL_ARENAS_ALL */
-}
-
-static void (*tc_release_fn)(void);
-static void tcmalloc_trim(void)
-{
-    tc_release_fn();
-}
-
-static int add_dl(rival_t *rv, int n, const char *name, const char *soname, const char *trim_name,
-                  void (*trim)(void), void **trim_fn)
+static int add_dl(rival_t *rv, int n, const char *name, const char *soname)
 {
     void *h = bench_dl_malloc(soname, name);
     if (!h)
@@ -100,8 +75,7 @@ static int add_dl(rival_t *rv, int n, const char *name, const char *soname, cons
     *(void **)&rv[n].malloc = bench_dl_sym(h, "malloc", (void *)malloc);
     *(void **)&rv[n].realloc = bench_dl_sym(h, "realloc", (void *)realloc);
     *(void **)&rv[n].free = bench_dl_sym(h, "free", (void *)free);
-    *trim_fn = bench_dl_sym(h, trim_name, NULL);
-    rv[n].trim = *trim_fn ? trim : NULL;
+    rv[n].trim = bench_dl_trim(h, name);
     rv[n].pool = NULL;
     return rv[n].realloc ? n + 1 : n;
 }
@@ -109,11 +83,10 @@ static int add_dl(rival_t *rv, int n, const char *name, const char *soname, cons
 static int open_all(rival_t *rv)
 {
     int n = 0;
-    rv[n++] = (rival_t){"glibc", malloc, realloc, free, glibc_trim, NULL};
-    n = add_dl(rv, n, "tcmalloc", "libtcmalloc_minimal.so.4", "MallocExtension_ReleaseFreeMemory",
-               tcmalloc_trim, (void **)&tc_release_fn);
-    n = add_dl(rv, n, "jemalloc", "libjemalloc.so.2", "mallctl", jemalloc_trim, (void **)&mallctl_fn);
-    n = add_dl(rv, n, "mimalloc", "libmimalloc.so.2", "mi_collect", mimalloc_trim, (void **)&mi_collect_fn);
+    rv[n++] = (rival_t){"glibc", malloc, realloc, free, bench_dl_trim(NULL, "glibc"), NULL};
+    n = add_dl(rv, n, "tcmalloc", "libtcmalloc_minimal.so.4");
+    n = add_dl(rv, n, "jemalloc", "libjemalloc.so.2");
+    n = add_dl(rv, n, "mimalloc", "libmimalloc.so.2");
     rv[n] = (rival_t){"khl_pool", NULL, NULL, NULL, NULL, khl_pool_new(NULL)};
     return rv[n].pool ? n + 1 : -1;
 }

@@ -805,8 +805,9 @@ static void pool_latency_section(FILE *o)
     if (!find("pool_latency", NULL, NULL, NULL, -1, NULL))
         return;
     fprintf(o, "\n### Latency without a reserve\n\nOne timed allocation (and its first write) at a "
-               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/programs/fastmm.c, pool_latency; the mallocs' "
-               "blocks are freed between runs). Every allocator runs in one process, interleaved run by "
+               "time, 200,000 calls (20,000 in the smoke run) on a fresh pool (bench/programs/fastmm.c, pool_latency), or on a malloc "
+               "that gave its free memory back first (malloc_trim, tcmalloc's ReleaseFreeMemory, jemalloc's purge, "
+               "mi_collect), so that no contender reuses pages an earlier run faulted. Every allocator runs in one process, interleaved run by "
                "run. khl_pool_ahead (lazy_pages = KHL_POOL_PAGES_AHEAD) faults its chunks' pages a step at a time (a page, or 4 blocks "
                "up to 16 KiB for blocks over 1 KiB), ahead of its bump pointer, in one system call per step; khl_pool_lazy (lazy_pages = 1) leaves each page to "
                "fault at its first write, as glibc's pages do; khl_pool, a default pool, does one or the other as a page "
