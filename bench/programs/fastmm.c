@@ -399,7 +399,7 @@ static void bench_shuffle(int *order, int n, uint64_t *x)
  * tcmalloc and mimalloc their last run's pages, faulted already, so their
  * runs after the first measured a warm heap against a new pool (glibc's
  * median mixed-size call 0.3 us instead of a fault's 1.5, mimalloc's
- * 100 B p99.9 0.6 us instead of 4.5; docs/pool.md).  khl_pool is a
+ * 100 B p99.9 0.6 us instead of 4.7; docs/pool.md).  khl_pool is a
  * default pool, which faults its chunks' pages ahead of its bump pointer
  * or leaves them to first writes as this machine's costs say
  * (pages_ahead: 1 for ahead); khl_pool_ahead always faults them a step at
