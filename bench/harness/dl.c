@@ -9,6 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+const bench_dl_lib_t bench_dl_libs[BENCH_DL_LIBS] = {
+    {"tcmalloc", "libtcmalloc_minimal.so.4"},
+    {"jemalloc", "libjemalloc.so.2"},
+    {"mimalloc", "libmimalloc.so.2"},
+};
+
 void *bench_dl_sym(void *handle, const char *name, void *glibc_own)
 {
     void *f = dlsym(handle, name);

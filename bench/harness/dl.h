@@ -7,6 +7,15 @@
 
 #include <stddef.h>
 
+/* The mallocs loaded beside glibc's, in the order of their rows: each
+ * contender's name (the one bench_dl_trim knows it by) and the soname of
+ * its Debian library. */
+typedef struct bench_dl_lib {
+    const char *name, *soname;
+} bench_dl_lib_t;
+#define BENCH_DL_LIBS 3
+extern const bench_dl_lib_t bench_dl_libs[BENCH_DL_LIBS];
+
 /* The library's own symbol `name` (NULL when it lacks one, or when the
  * symbol is glibc's: RTLD_LOCAL lookups fall through to the process's). */
 void *bench_dl_sym(void *handle, const char *name, void *glibc_own);

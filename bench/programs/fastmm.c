@@ -193,7 +193,7 @@ enum pool_kind {
 typedef struct contenders {
     contender_t c[MAX_CONTENDERS];
     int n;
-    libc_like_t libc[4];
+    libc_like_t libc[1 + BENCH_DL_LIBS];
     pool_called_t called[POOL_KINDS];
     khl_allocator_t hook;
     locked_pool_t locked;
@@ -279,9 +279,8 @@ static int open_all(contenders_t *cs)
     memset(cs, 0, sizeof *cs);
     cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free, bench_dl_trim(NULL, "glibc")};
     add(cs, "glibc", fm_libc_like_published, fm_libc_like_write, &cs->libc[0], NULL);
-    add_dl(cs, 1, "tcmalloc", "libtcmalloc_minimal.so.4");
-    add_dl(cs, 2, "jemalloc", "libjemalloc.so.2");
-    add_dl(cs, 3, "mimalloc", "libmimalloc.so.2");
+    for (int i = 0; i < BENCH_DL_LIBS; ++i)
+        add_dl(cs, 1 + i, bench_dl_libs[i].name, bench_dl_libs[i].soname);
     if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_hook", POOL_HOOK) ||
         add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
         add_pool(cs, "khl_pool_header", POOL_HEADER) ||

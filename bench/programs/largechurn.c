@@ -84,9 +84,8 @@ static int open_all(rival_t *rv)
 {
     int n = 0;
     rv[n++] = (rival_t){"glibc", malloc, realloc, free, bench_dl_trim(NULL, "glibc"), NULL};
-    n = add_dl(rv, n, "tcmalloc", "libtcmalloc_minimal.so.4");
-    n = add_dl(rv, n, "jemalloc", "libjemalloc.so.2");
-    n = add_dl(rv, n, "mimalloc", "libmimalloc.so.2");
+    for (int i = 0; i < BENCH_DL_LIBS; ++i)
+        n = add_dl(rv, n, bench_dl_libs[i].name, bench_dl_libs[i].soname);
     rv[n] = (rival_t){"khl_pool", NULL, NULL, NULL, NULL, khl_pool_new(NULL)};
     return rv[n].pool ? n + 1 : -1;
 }
@@ -194,7 +193,7 @@ static int run_once(const rival_t *r, size_t live_target, long ops, run_out_t *o
 
 /* --- runs and rows ------------------------------------------------------------ */
 
-enum { MAX_RIVALS = 5, MAX_REPS = 64 };
+enum { MAX_RIVALS = 2 + BENCH_DL_LIBS, MAX_REPS = 64 };
 
 int main(int argc, char **argv)
 {
