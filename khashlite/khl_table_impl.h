@@ -1205,12 +1205,12 @@ template <bool IsMap> constexpr int khl_require_map()
  * not declared indirect, so that such a first block never hashes: a life
  * of 4 u32 keys to u32 values 592 -> 502 instructions, 8 keys 1012 -> 935
  * (a flat array's: 379, 749), while a lookup of an absent key among 8
- * costs 45 instructions against 31 (its loop's included).  Not where comparing keys
- * reads memory: a string set's life of 8 keys and 8 misses cost 4647
- * instructions scanned, 2717 matched.  Not further, and not for larger
- * pairs: mruby's 8-bucket tables (symbols to 8-byte values) scanned made
- * bm_ao_render 0.5% dearer, their misses along a class chain reading every
- * key where a match reads none. */
+ * costs 45 instructions against 31 (its loop's included).  Not where
+ * comparing keys reads memory: a string set's life of 8 keys and 8 misses
+ * cost 4647 instructions scanned, 2717 matched.  Not further, and not for
+ * larger pairs: mruby's 8-bucket tables (symbols to 8-byte values) scanned
+ * made bm_ao_render 0.5% dearer, their misses along a class chain reading
+ * every key where a match reads none. */
 #define KHL_I_SCAN_LIMIT(first_buckets, indirect)                                   \
     ((first_buckets) >= 8u && !(indirect) ? 8u : KHL_SCAN_BUCKETS)
 KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8 buckets");
