@@ -589,15 +589,28 @@ static inline uint32_t khl_ctrl_bytes(uint32_t nb)
     return nb > KHL_GROUP_WIDTH ? nb + nb / KHL_GROUP_WIDTH : nb;
 }
 
+/* From this many buckets (64 groups) a put stores its tag as one byte. */
+#define KHL_I_BYTE_FILL_BUCKETS 1024u
+
 /* Puts tag in empty bucket j of the group at gp, whose control bytes are w,
  * in a table of nb buckets: it uses up a larger table's growth (a one-group
- * table's follows from its size). */
+ * table's follows from its size).  The group is stored whole, so that the
+ * next load of it forwards from the store, unless the table has so many
+ * groups that the next put or lookup seldom loads the same one: then a byte
+ * store, 6 instructions fewer.  Lives of n sequential u32 keys from empty,
+ * byte stores at every size against none: n = 100 (8 groups at the end)
+ * 7% longer, 200 8%, 400 1%, 800 (64 groups) 1.5% shorter, 1,600 4%,
+ * 3,200 5-10%.  At 1,024: 200k random keys put 14.78 -> 14.56 ns,
+ * sequential 15.91 -> 14.29 (docs/design.md, "The put's store"). */
 static inline void khl_fill_in(khl_block_t *b, uint32_t nb, unsigned char *gp, khl_group_t w,
                                uint32_t j, khl_tags_t tags)
 {
     if (nb > KHL_GROUP_WIDTH)
         khl_ext(b)->growth_left--;
-    khl_group_store(gp, khl_group_with_tags(w, j, tags));
+    if (nb >= KHL_I_BYTE_FILL_BUCKETS)
+        gp[j] = khl_group_tag_of(tags);
+    else
+        khl_group_store(gp, khl_group_with_tags(w, j, tags));
     b->size++;
 }
 
