@@ -136,6 +136,7 @@ typedef union khl_max_align {
 #endif
 
 #define KHL_MAX_BUCKETS 0x80000000u
+#define KHL_I_CACHE_LINE 64u
 #define KHL_LARGE_BUCKETS 256u      /* from here slots start on a cache line */
 #define KHL_FIRST_BLOCK_BYTES 88u   /* a first block fits one 96-byte glibc chunk */
 /* From this block size, a table on an allocator that resizes grows through
@@ -381,7 +382,7 @@ static inline const khl_allocator_t *khl_allocator_of(const khl_allocator_t *a)
  * a cache line, so that a group's first slots share its first line. */
 static inline size_t khl_pairs_align(uint32_t nb, size_t align)
 {
-    return nb >= KHL_LARGE_BUCKETS && align < 64u ? 64u : align;
+    return nb >= KHL_LARGE_BUCKETS && align < KHL_I_CACHE_LINE ? KHL_I_CACHE_LINE : align;
 }
 
 /* A single block's slots: the first address aligned for them after the
@@ -1360,9 +1361,10 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8
  * fills a line (u64 keys with 56-byte values) the start bucket is the key's
  * own, and 62-77% of keys sit there; before keys had one, the line was the
  * group's first, seldom the key's, and such types did not fetch.  A miss
- * pays for a line it never reads (docs/design.md).  Every table
- * of more than one group fetches, however small: where the line is in the
- * nearest caches the fetch costs its one instruction, less than the test
+ * pays for a line it never reads (docs/design.md): such types' lookups
+ * fetch in large tables only (KHL_I_LOOKUP_FETCH).  Other types fetch in
+ * every table of more than one group, however small: where the line is in
+ * the nearest caches the fetch costs its one instruction, less than the test
  * of the table's size that used to skip tables below 4,096 buckets (without
  * it, a lookup of a 2M-key u32 table takes 3 instructions fewer, and every
  * mruby script 0.1-0.3% fewer: its method tables are of that size).  The
@@ -1375,6 +1377,21 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8
                      khl_probe_home(hash, khl_ext(b)->shift,                        \
                                     ((nb) - KHL_GROUP_WIDTH) | khl_startbits_##name)) + \
                  (KHL_GROUP_WIDTH - 1u - khl_startbits_##name) * khl_keystride_##name)
+
+/* A lookup's early fetch where a pair fills a cache line: in a table of
+ * more than 2^20 buckets only.  That line holds the key's pair alone, which
+ * a miss never reads.  The fetch pays where it overlaps the control group's
+ * own trip beyond the L2; up to 2^20 control bytes (a core's L2 holds 1-2
+ * MiB on current x86) the group comes sooner than that, the hit's line is
+ * asked for a few ns later, and every miss saves a line: u64 keys to 448-bit
+ * values at 600k keys, a miss 14.4 -> 10.7 ns, a hit 33.0 -> 33.3; at 1M
+ * keys (2^21 buckets) a hit took 31.5 -> 38.3 without the fetch
+ * (docs/design.md, "The early fetch by table size"). */
+#define KHL_I_NEAR_CTRL_BUCKETS (1u << 20)
+#define KHL_I_LOOKUP_FETCH(name, b, nb, hash, slots)                                \
+    ((khl_keystride_##name < KHL_I_CACHE_LINE || (nb) > KHL_I_NEAR_CTRL_BUCKETS)    \
+         ? KHL_I_PREFETCH_HOME(name, b, nb, hash, slots)                            \
+         : (void)0)
 
 /* Whether hash_fn is declared mixed: 1 when KHL_HASH_MIXED_<hash_fn> is
  * defined empty or as 1, 0 when it is not defined.  Its expansion pasted
@@ -1822,7 +1839,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
         char *slots_ = khl_largeslots_##name(b, nb);                                \
-        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP_FETCH(name, b, nb, hash, slots_);                              \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_, return i;)              \
         return nb;                                                                  \
     }                                                                               \
@@ -1832,7 +1849,7 @@ static inline uint64_t khl_remix(uint64_t hash)
         khl_block_t *b, uint32_t nb, uint64_t hash, khl_keyt_##name key)            \
     {                                                                               \
         char *slots_ = khl_largeslots_##name(b, nb);                                \
-        KHL_I_PREFETCH_HOME(name, b, nb, hash, slots_);                             \
+        KHL_I_LOOKUP_FETCH(name, b, nb, hash, slots_);                              \
         KHL_I_LOOKUP(name, eq_fn, b, nb, hash, key, slots_,                         \
                      return khl_valp_##name(slots_, nb, i);)                        \
         return NULL;                                                                \
