@@ -9,12 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const bench_dl_lib_t bench_dl_libs[BENCH_DL_LIBS] = {
-    {"tcmalloc", "libtcmalloc_minimal.so.4"},
-    {"jemalloc", "libjemalloc.so.2"},
-    {"mimalloc", "libmimalloc.so.2"},
-};
-
 void *bench_dl_sym(void *handle, const char *name, void *glibc_own)
 {
     void *f = dlsym(handle, name);
@@ -58,18 +52,33 @@ static void mimalloc_trim(void)
     mi_collect_fn(1);
 }
 
-bench_trim_fn bench_dl_trim(void *handle, const char *who)
+static bench_trim_fn tcmalloc_trim_of(void *handle)
 {
-    if (!handle)
-        return glibc_trim;
-    if (!strcmp(who, "tcmalloc"))
-        return (*(void **)&tc_release_fn = bench_dl_sym(handle, "MallocExtension_ReleaseFreeMemory", NULL))
-                   ? tcmalloc_trim : NULL;
-    if (!strcmp(who, "jemalloc"))
-        return (*(void **)&mallctl_fn = bench_dl_sym(handle, "mallctl", NULL)) ? jemalloc_trim : NULL;
-    if (!strcmp(who, "mimalloc"))
-        return (*(void **)&mi_collect_fn = bench_dl_sym(handle, "mi_collect", NULL)) ? mimalloc_trim : NULL;
-    return NULL;
+    *(void **)&tc_release_fn = bench_dl_sym(handle, "MallocExtension_ReleaseFreeMemory", NULL);
+    return tc_release_fn ? tcmalloc_trim : NULL;
+}
+
+static bench_trim_fn jemalloc_trim_of(void *handle)
+{
+    *(void **)&mallctl_fn = bench_dl_sym(handle, "mallctl", NULL);
+    return mallctl_fn ? jemalloc_trim : NULL;
+}
+
+static bench_trim_fn mimalloc_trim_of(void *handle)
+{
+    *(void **)&mi_collect_fn = bench_dl_sym(handle, "mi_collect", NULL);
+    return mi_collect_fn ? mimalloc_trim : NULL;
+}
+
+const bench_dl_lib_t bench_dl_libs[BENCH_DL_LIBS] = {
+    {"tcmalloc", "libtcmalloc_minimal.so.4", tcmalloc_trim_of},
+    {"jemalloc", "libjemalloc.so.2", jemalloc_trim_of},
+    {"mimalloc", "libmimalloc.so.2", mimalloc_trim_of},
+};
+
+bench_trim_fn bench_dl_trim(void *handle, const bench_dl_lib_t *lib)
+{
+    return lib ? lib->trim_of(handle) : glibc_trim;
 }
 
 void bench_dl_make_room_for_jemalloc(char **argv)

@@ -209,16 +209,16 @@ static void add(contenders_t *cs, const char *name, fastmm_fn published, fastmm_
 /* A malloc from a Debian shared library, loaded beside glibc's
  * (harness/dl.h).  If it cannot be loaded its rows are missing from the
  * report, nothing else. */
-static void add_dl(contenders_t *cs, int i, const char *name, const char *soname)
+static void add_dl(contenders_t *cs, int i, const bench_dl_lib_t *lib)
 {
-    void *h = bench_dl_malloc(soname, name);
+    void *h = bench_dl_malloc(lib->soname, lib->name);
     libc_like_t *l = &cs->libc[i];
     if (!h)
         return;
     *(void **)&l->malloc = bench_dl_sym(h, "malloc", (void *)malloc);
     *(void **)&l->free = bench_dl_sym(h, "free", (void *)free);
-    l->trim = bench_dl_trim(h, name);
-    add(cs, name, fm_libc_like_published, fm_libc_like_write, l, NULL);
+    l->trim = bench_dl_trim(h, lib);
+    add(cs, lib->name, fm_libc_like_published, fm_libc_like_write, l, NULL);
 }
 
 static int add_pool(contenders_t *cs, const char *name, enum pool_kind kind)
@@ -277,10 +277,10 @@ static int add_floor(contenders_t *cs)
 static int open_all(contenders_t *cs)
 {
     memset(cs, 0, sizeof *cs);
-    cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free, bench_dl_trim(NULL, "glibc")};
+    cs->libc[0] = (libc_like_t){opaque_malloc, opaque_libc_free, bench_dl_trim(NULL, NULL)};
     add(cs, "glibc", fm_libc_like_published, fm_libc_like_write, &cs->libc[0], NULL);
     for (int i = 0; i < BENCH_DL_LIBS; ++i)
-        add_dl(cs, 1 + i, bench_dl_libs[i].name, bench_dl_libs[i].soname);
+        add_dl(cs, 1 + i, &bench_dl_libs[i]);
     if (add_pool(cs, "khl_pool", POOL_CALLED) || add_pool(cs, "khl_pool_hook", POOL_HOOK) ||
         add_pool(cs, "khl_pool_direct", POOL_DIRECT) ||
         add_pool(cs, "khl_pool_header", POOL_HEADER) ||

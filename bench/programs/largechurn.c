@@ -66,16 +66,16 @@ static void *(*volatile pool_alloc)(khl_pool_t *, size_t) = khl_pool_alloc;
 static void *(*volatile pool_realloc)(khl_pool_t *, void *, size_t, size_t) = khl_pool_realloc;
 static void (*volatile pool_free)(khl_pool_t *, void *, size_t) = khl_pool_free;
 
-static int add_dl(rival_t *rv, int n, const char *name, const char *soname)
+static int add_dl(rival_t *rv, int n, const bench_dl_lib_t *lib)
 {
-    void *h = bench_dl_malloc(soname, name);
+    void *h = bench_dl_malloc(lib->soname, lib->name);
     if (!h)
         return n;
-    rv[n].name = name;
+    rv[n].name = lib->name;
     *(void **)&rv[n].malloc = bench_dl_sym(h, "malloc", (void *)malloc);
     *(void **)&rv[n].realloc = bench_dl_sym(h, "realloc", (void *)realloc);
     *(void **)&rv[n].free = bench_dl_sym(h, "free", (void *)free);
-    rv[n].trim = bench_dl_trim(h, name);
+    rv[n].trim = bench_dl_trim(h, lib);
     rv[n].pool = NULL;
     return rv[n].realloc ? n + 1 : n;
 }
@@ -83,9 +83,9 @@ static int add_dl(rival_t *rv, int n, const char *name, const char *soname)
 static int open_all(rival_t *rv)
 {
     int n = 0;
-    rv[n++] = (rival_t){"glibc", malloc, realloc, free, bench_dl_trim(NULL, "glibc"), NULL};
+    rv[n++] = (rival_t){"glibc", malloc, realloc, free, bench_dl_trim(NULL, NULL), NULL};
     for (int i = 0; i < BENCH_DL_LIBS; ++i)
-        n = add_dl(rv, n, bench_dl_libs[i].name, bench_dl_libs[i].soname);
+        n = add_dl(rv, n, &bench_dl_libs[i]);
     rv[n] = (rival_t){"khl_pool", NULL, NULL, NULL, NULL, khl_pool_new(NULL)};
     return rv[n].pool ? n + 1 : -1;
 }
