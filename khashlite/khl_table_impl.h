@@ -1383,10 +1383,11 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8
  * a miss never reads.  The fetch pays where it overlaps the control group's
  * own trip beyond the L2; up to 2^20 control bytes (a core's L2 holds 1-2
  * MiB on current x86) the group comes sooner than that, the hit's line is
- * asked for a few ns later, and every miss saves a line: u64 keys to 448-bit
- * values at 600k keys, a miss 14.4 -> 10.7 ns, a hit 33.0 -> 33.3; at 1M
- * keys (2^21 buckets) a hit took 31.5 -> 38.3 without the fetch
- * (docs/design.md, "The early fetch by table size"). */
+ * asked for a few ns later, and every miss saves a line.  A trade: u64 keys
+ * to 448-bit values at 600k keys, a miss 14.4 -> 10.7 ns, a hit 33.0 ->
+ * 33.3; at 200k a miss 6.1 -> 5.1, a hit and an erase up to 15% and 24%
+ * longer; at 1M keys (2^21 buckets) a hit took 31.5 -> 38.3 without the
+ * fetch (docs/design.md, "The early fetch by table size"). */
 #define KHL_I_NEAR_CTRL_BUCKETS (1u << 20)
 #define KHL_I_LOOKUP_FETCH(name, b, nb, hash, slots)                                \
     ((khl_keystride_##name < KHL_I_CACHE_LINE || (nb) > KHL_I_NEAR_CTRL_BUCKETS)    \
