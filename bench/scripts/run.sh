@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-standard}
 BUILD=${BUILD:-build}
+TABLE_BENCH_OPT=${TABLE_BENCH_OPT:?run by bench/bench.mk, which sets it}
 case "$mode" in
     standard) flags=(--reps=4 --warmup=1) ;;
     full)     flags=(--full --reps=9 --warmup=2) ;;
@@ -89,7 +90,7 @@ echo "[bench] all runs done in $(( $(date +%s) - start )) s" >&2
     echo "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores)"
     echo "kernel: $(uname -sr)"
     echo "compiler: $(${CC:-cc} --version | head -1)"
-    echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks; -O3 -DNDEBUG -falign-functions=64 -falign-loops=32 for the table programs peers and large), -flto (khl-bench-fastmm)"
+    echo "flags: -O2 (library), -std=gnu11 -O2 -g (benchmarks; $TABLE_BENCH_OPT for the table programs peers and large), -flto (khl-bench-fastmm)"
     echo "glibc: $(ldd --version | head -1)"
     for pkg in libgoogle-perftools-dev libjemalloc-dev libmimalloc-dev libhts-dev libmruby-dev \
                libabsl-dev uthash-dev libboost1.81-dev libxxhash-dev; do
