@@ -1287,7 +1287,7 @@ KHL_STATIC_ASSERT(KHL_SCAN_BUCKETS == 4u, "KHL_I_SCAN is written out for 4 and 8
             uint32_t m_ = khl_group_match_tags(w_, tags_);                          \
             unsigned passed_;                                                       \
             KHL_I_CANDIDATES(name, eq_fn, slots, nb, base_, m_, key, FOUND)         \
-            passed_ = khl_ovf_passed(ctrl_, nb, base_, khl_group_tag_of(tags_));    \
+            passed_ = khl_ovf_passed(ctrl_, nb, base_, khl_group_walk_tag_of(tags_)); \
             if (KHL_LIKELY(!passed_) || step_ == mask_)                             \
                 break;                                                              \
             step_ += KHL_GROUP_WIDTH;                                               \
