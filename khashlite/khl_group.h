@@ -156,13 +156,6 @@ static inline unsigned char khl_group_swar_tag_of(khl_tags_swar_t t)
     return (unsigned char)t;
 }
 
-/* khl_group_tag_of in a walk's loop (see khl_group_sse2_walk_tag_of): a
- * byte of a register, which costs nothing where the compiler puts it. */
-static inline unsigned char khl_group_swar_walk_tag_of(khl_tags_swar_t t)
-{
-    return khl_group_swar_tag_of(t);
-}
-
 /* Byte i set to the tag a broadcast holds (a lookup's, reused by its put). */
 static inline khl_group_swar_t khl_group_swar_with_tags(khl_group_swar_t g, uint32_t i, khl_tags_swar_t t)
 {
@@ -259,23 +252,6 @@ static inline unsigned char khl_group_sse2_tag_of(khl_tags_sse2_t t)
     return (unsigned char)_mm_cvtsi128_si32(t);
 }
 
-/* khl_group_tag_of inside a loop over groups whose tags do not change.
- * clang hoists the read out of the loop, as any invariant, and then pays
- * it on every lookup, hits included, before the first group match: a
- * store and a reload of the broadcast, and a shift building the overflow
- * bit.  The empty asm makes the tags new at each pass, so the read stays
- * where the walk needs it, past a group without the key (clang 14, a
- * loop of lookups in a 200k-key table: a hit 60.6 -> 50.8 instructions, a
- * miss 56.9 -> 52.8).  gcc leaves the read in place, and the asm cost it
- * 1 to 3 instructions a lookup. */
-static inline unsigned char khl_group_sse2_walk_tag_of(khl_tags_sse2_t t)
-{
-#if defined(__clang__)
-    __asm__("" : "+x"(t));
-#endif
-    return khl_group_sse2_tag_of(t);
-}
-
 /* Byte i set to the tag t holds in every byte, so that a put's match and
  * its update share one broadcast of the tag. */
 static inline khl_group_sse2_t khl_group_sse2_with_tags(khl_group_sse2_t g, uint32_t i, khl_tags_sse2_t t)
@@ -321,8 +297,25 @@ typedef khl_tags_swar_t khl_tags_t;
 #define khl_group_with  KHL_GROUP_IMPL(with)
 #define khl_group_with_tags KHL_GROUP_IMPL(with_tags)
 #define khl_group_tag_of KHL_GROUP_IMPL(tag_of)
-#define khl_group_walk_tag_of KHL_GROUP_IMPL(walk_tag_of)
 #define khl_group_marked KHL_GROUP_IMPL(marked)
+
+/* khl_group_tag_of inside a loop over groups whose tags do not change.
+ * clang hoists the read out of the loop, as any invariant, and then pays
+ * it on every lookup, hits included, before the first group match: a
+ * store and a reload of the broadcast, and a shift building the overflow
+ * bit.  The empty asm makes the tags new at each pass, so the read stays
+ * where the walk needs it, past a group without the key (clang 14, a
+ * loop of lookups in a 200k-key table: a hit 60.6 -> 50.8 instructions, a
+ * miss 56.9 -> 52.8).  gcc leaves the read in place, and the asm cost it
+ * 1 to 3 instructions a lookup.  The portable tags are a byte of a
+ * register, which costs nothing wherever the compiler reads it. */
+static inline unsigned char khl_group_walk_tag_of(khl_tags_t t)
+{
+#if defined(__clang__) && defined(KHL_GROUP_SSE2)
+    __asm__("" : "+x"(t));
+#endif
+    return khl_group_tag_of(t);
+}
 
 /* Index of the lowest / highest set bit of a nonzero mask. */
 static inline uint32_t khl_mask_lowest(uint32_t m)
